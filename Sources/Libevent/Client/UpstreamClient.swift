@@ -1,0 +1,97 @@
+import CLibevent
+
+/// An HTTP/1.1 client for upstream APIs on libevent's evhttp: a keep-alive connection pool
+/// per origin, a deadline per call, a response-size limit, HTTPS with certificate and host
+/// name verification and SNI. Loop-confined: calls start and complete on its loop.
+///
+/// ```swift
+/// let client = UpstreamClient(loop: loop)
+/// let call = client.execute(UpstreamRequest(base: tasks, path: "/groups")) { result in ... }
+/// call.cancel()   // the upstream sees its connection close
+/// ```
+///
+/// Or as a publisher, whose cancellation cancels the call: ``publisher(for:)``.
+public final class UpstreamClient {
+    public struct Configuration: Sendable {
+        /// Connections per origin unless ``setPoolCapacity(_:for:)`` says otherwise.
+        public var defaultPoolCapacity: Int
+        /// Larger response bodies fail the call with ``UpstreamError/Kind/responseTooLarge``.
+        public var maxResponseBytes: Int
+        public var maxResponseHeaderBytes: Int
+        /// Socket inactivity limit on a connection (connect, write, read); a call's own
+        /// deadline is ``UpstreamRequest/timeout``.
+        public var connectionTimeout: Duration
+        /// Trust for HTTPS origins (nil: the system's CA certificates).
+        public var tls: TLSContext?
+
+        public init(
+            defaultPoolCapacity: Int = 64, maxResponseBytes: Int = 8 * 1024 * 1024,
+            maxResponseHeaderBytes: Int = 64 * 1024, connectionTimeout: Duration = .seconds(30), tls: TLSContext? = nil
+        ) {
+            self.defaultPoolCapacity = defaultPoolCapacity
+            self.maxResponseBytes = maxResponseBytes
+            self.maxResponseHeaderBytes = maxResponseHeaderBytes
+            self.connectionTimeout = connectionTimeout
+            self.tls = tls
+        }
+    }
+
+    public let loop: EventLoop
+    public let configuration: Configuration
+    private var pools: [BaseURL.Origin: ConnectionPool] = [:]
+    private var capacities: [BaseURL.Origin: Int] = [:]
+    private lazy var systemTLS: TLSContext? = try? TLSContext.client()
+    /// An asynchronous DNS resolver, made on first use of a host name.
+    private var dns: OpaquePointer?
+
+    public init(loop: EventLoop, configuration: Configuration = Configuration()) {
+        self.loop = loop
+        self.configuration = configuration
+    }
+
+    deinit {
+        // Calls in flight hold their connections; cancel them so everything is freed, then
+        // free the connections before the resolver they may refer to.
+        for pool in pools.values { pool.cancelAll() }
+        pools.removeAll()
+        if let dns { evdns_base_free(dns, 0) }
+    }
+
+    /// Sets how many connections the pool for `base`'s origin may open.
+    public func setPoolCapacity(_ capacity: Int, for base: BaseURL) {
+        capacities[base.origin] = capacity
+    }
+
+    /// Starts a call; `completion` runs once on the loop unless the call is cancelled.
+    @discardableResult
+    public func execute(
+        _ request: UpstreamRequest, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void
+    ) -> UpstreamCall {
+        let call = UpstreamCall(request: request, pool: pool(for: request.base.origin), completion: completion)
+        call.start(loop: loop)
+        return call
+    }
+
+    /// Open connections to `base`'s origin, idle ones included.
+    public func connectionCount(for base: BaseURL) -> Int {
+        pools[base.origin]?.connectionCount ?? 0
+    }
+
+    private func pool(for origin: BaseURL.Origin) -> ConnectionPool {
+        if let pool = pools[origin] { return pool }
+        let pool = ConnectionPool(origin: origin, capacity: capacities[origin] ?? configuration.defaultPoolCapacity, client: self)
+        pools[origin] = pool
+        return pool
+    }
+
+    func makeConnection(to origin: BaseURL.Origin) -> UpstreamConnection? {
+        UpstreamConnection(
+            loop: loop, origin: origin, dns: origin.host.isIPAddressLiteral ? nil : resolver(),
+            tls: origin.isTLS ? (configuration.tls ?? systemTLS) : nil, limits: configuration)
+    }
+
+    private func resolver() -> OpaquePointer? {
+        if dns == nil { dns = evdns_base_new(loop.base, EVDNS_BASE_INITIALIZE_NAMESERVERS) }
+        return dns
+    }
+}

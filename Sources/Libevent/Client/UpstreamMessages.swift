@@ -1,0 +1,79 @@
+/// One request to an upstream: a method and a path (percent-encoded, with any query) on a
+/// ``BaseURL``.
+public struct UpstreamRequest: Sendable {
+    public var base: BaseURL
+    public var method: HTTPMethod
+    /// The path below the base URL, already percent-encoded, e.g. `/groups/a%2Fb/metadata?x=1`.
+    public var path: String
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    /// The whole call's deadline, queueing for a pooled connection included.
+    public var timeout: Duration
+
+    public init(
+        base: BaseURL, method: HTTPMethod = .get, path: String, headers: [(String, String)] = [],
+        body: [UInt8] = [], timeout: Duration = .seconds(10)
+    ) {
+        self.base = base
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+
+    /// What goes on the request line: the base path and the request path.
+    var target: String { base.path + path }
+}
+
+/// An upstream's answer, whatever its status.
+public struct UpstreamResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The value of a response header (case-insensitive), or nil.
+    public func header(_ name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first { $0.name.lowercased() == wanted }?.value
+    }
+}
+
+/// Why an upstream call produced no response.
+public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The kind of failure; its raw value is short and stable (a metric label).
+    public enum Kind: String, Sendable {
+        /// The call's deadline passed.
+        case timeout
+        /// No connection could be made, or it broke before a complete response.
+        case connectionFailed = "connection_failed"
+        /// TLS handshake or certificate verification failed.
+        case tls
+        /// The response body or headers exceeded the client's limit.
+        case responseTooLarge = "response_too_large"
+        /// The response was not valid HTTP.
+        case invalidResponse = "invalid_response"
+    }
+
+    public let kind: Kind
+    /// `origin + path` of the call, e.g. `http://127.0.0.1:8081/groups`.
+    public let url: String
+    /// What libevent or OpenSSL said, when it said something.
+    public let detail: String
+
+    public init(kind: Kind, url: String, detail: String = "") {
+        self.kind = kind
+        self.url = url
+        self.detail = detail
+    }
+
+    public var description: String {
+        "\(kind.rawValue) calling \(url)" + (detail.isEmpty ? "" : ": \(detail)")
+    }
+}

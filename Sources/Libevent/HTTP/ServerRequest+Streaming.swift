@@ -1,0 +1,48 @@
+import CLibevent
+
+/// Streamed (chunked) answers, e.g. server-sent events, with a drained signal for back pressure.
+///
+/// ```swift
+/// request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
+/// request.onDrained = { sendNextEventIfAny() }   // the socket took everything written
+/// request.write(Array("data: hi\n\n".utf8))
+/// request.endStream()
+/// ```
+extension ServerRequest {
+    /// Sends the status line and headers of a chunked answer. Ignored unless the request is open.
+    public func startStream(status: Int, headers: [(String, String)]) {
+        guard state == .open, let raw else { return }
+        addHeaders(headers, to: raw)
+        state = .streaming
+        evhttp_send_reply_start(raw, Int32(status), HTTPStatus.reasonPhrase(status))
+    }
+
+    /// Writes one chunk; ``onDrained`` runs once the socket has taken all pending output.
+    /// Ignored unless streaming (after a disconnect, writes are dropped).
+    public func write(_ bytes: some Collection<UInt8>) {
+        guard state == .streaming, let raw, !bytes.isEmpty else { return }
+        let buffer = server.scratchBuffer
+        EventBuffer.append(bytes, to: buffer)
+        // The context is unretained: while streaming, the connection watch holds `self`, and
+        // evhttp replaces this callback when the stream ends.
+        evhttp_send_reply_chunk_with_cb(raw, buffer, { _, context in
+            Unmanaged<ServerRequest>.fromOpaque(context!).takeUnretainedValue().onDrained?()
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Bytes written but not yet taken by the socket.
+    public var pendingOutputBytes: Int {
+        guard let raw, let connection = evhttp_request_get_connection(raw) else { return 0 }
+        return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(connection)))
+    }
+
+    /// Ends the stream (the last chunk) and hands the connection back to libevent.
+    public func endStream() {
+        guard state == .streaming, let raw else { return }
+        stopWatchingConnection()
+        state = .finished
+        self.raw = nil
+        evhttp_send_reply_end(raw)
+        releaseCallbacks()
+    }
+}

@@ -1,0 +1,150 @@
+import CLibevent
+
+/// One HTTP request received by an ``HTTPServer``, and the way to answer it.
+///
+/// A handler answers at once or later (after upstream calls): the request stays *open*
+/// until ``respond(status:headers:body:)`` or the end of a stream. While it is open the server
+/// watches the client's connection, and ``onDisconnect`` runs if the client goes away, so the
+/// handler can cancel its work. Loop-confined.
+///
+/// ```swift
+/// server.handler = { request in
+///     let call = client.execute(upstreamRequest) { result in request.respond(status: 200, body: ...) }
+///     request.onDisconnect = { call.cancel() }
+/// }
+/// ```
+///
+/// Ownership: libevent owns the `evhttp_request`. This object borrows it until the answer is
+/// handed back to libevent (or, after a disconnect, until it frees the detached request).
+public final class ServerRequest {
+    /// Where the request is in its life.
+    public enum State: Sendable, Equatable {
+        /// The handler has not answered yet.
+        case open
+        /// A streamed (chunked) answer is being written.
+        case streaming
+        /// The answer was handed to libevent.
+        case finished
+        /// The client went away before the answer was complete.
+        case disconnected
+    }
+
+    public let method: HTTPMethod
+    public internal(set) var state: State = .open
+    /// Path parameters filled in by a ``Router`` match, e.g. `["id": "42"]`.
+    public var parameters: [String: String] = [:]
+    /// Runs once if the client disconnects while the request is open or streaming.
+    public var onDisconnect: (() -> Void)?
+    /// Runs each time a streamed answer's output has been fully written to the socket.
+    public var onDrained: (() -> Void)?
+
+    /// The `evhttp_request`, while borrowed (nil once finished or disconnected).
+    var raw: OpaquePointer?
+    let server: HTTPServer
+    /// Whether the close callback holds a retain on this object (see `+Disconnect`).
+    var isWatchingConnection = false
+
+    init(raw: OpaquePointer, method: HTTPMethod, server: HTTPServer) {
+        self.raw = raw
+        self.method = method
+        self.server = server
+    }
+
+    /// Whether the handler may still answer.
+    public var isOpen: Bool { state == .open || state == .streaming }
+
+    // MARK: - Reading the request
+
+    /// The request target as sent, e.g. `/groups?x=1`.
+    public private(set) lazy var uri: String = raw.flatMap { evhttp_request_get_uri($0) }.map { String(cString: $0) } ?? ""
+
+    /// The path, still percent-encoded, e.g. `/streams/ab%2Fc/inputs/q`.
+    public private(set) lazy var path: String = {
+        guard let raw, let parsed = evhttp_request_get_evhttp_uri(raw), let path = evhttp_uri_get_path(parsed)
+        else { return "/" }
+        let text = String(cString: path)
+        return text.isEmpty ? "/" : text
+    }()
+
+    /// The query string without `?`, or nil.
+    public private(set) lazy var query: String? = {
+        guard let raw, let parsed = evhttp_request_get_evhttp_uri(raw), let query = evhttp_uri_get_query(parsed)
+        else { return nil }
+        return String(cString: query)
+    }()
+
+    /// Query parameters, percent-decoded (`+` is a space); the last value of a repeated name wins.
+    public private(set) lazy var queryParameters: [String: String] = QueryString.parse(query ?? "")
+
+    /// The value of a request header (names compare case-insensitively), or nil.
+    public func header(_ name: String) -> String? {
+        guard let raw, let value = evhttp_find_header(evhttp_request_get_input_headers(raw), name) else { return nil }
+        return String(cString: value)
+    }
+
+    /// Every request header in the order received.
+    public var headers: [(name: String, value: String)] {
+        guard let raw else { return [] }
+        return HeaderList.entries(of: evhttp_request_get_input_headers(raw))
+    }
+
+    /// The request body (empty when there is none).
+    public private(set) lazy var body: [UInt8] = {
+        guard let raw, let buffer = evhttp_request_get_input_buffer(raw) else { return [] }
+        return EventBuffer.bytes(of: buffer)
+    }()
+
+    /// The client's address and port, e.g. `("127.0.0.1", 50312)`.
+    public var peer: (host: String, port: UInt16)? {
+        guard let raw, let connection = evhttp_request_get_connection(raw) else { return nil }
+        var address: UnsafeMutablePointer<CChar>?
+        var port: UInt16 = 0
+        evhttp_connection_get_peer(connection, &address, &port)
+        return address.map { (String(cString: $0), port) }
+    }
+
+    // MARK: - Answering
+
+    /// Answers the request with a complete response. Ignored unless the request is open.
+    public func respond(status: Int, headers: [(String, String)] = [], body: some Collection<UInt8>) {
+        guard state == .open, let raw else { return }
+        stopWatchingConnection()
+        addHeaders(headers, to: raw)
+        let output = evhttp_request_get_output_buffer(raw)
+        EventBuffer.append(body, to: output!)
+        state = .finished
+        self.raw = nil
+        evhttp_send_reply(raw, Int32(status), HTTPStatus.reasonPhrase(status), nil)
+        releaseCallbacks()
+    }
+
+    /// Answers with a UTF-8 text body.
+    public func respond(status: Int, headers: [(String, String)] = [], text: String) {
+        respond(status: status, headers: headers, body: text.utf8)
+    }
+
+    /// Answers with a JSON document given as text.
+    public func respond(status: Int, json: String, headers: [(String, String)] = []) {
+        respond(status: status, headers: [("Content-Type", "application/json")] + headers, body: json.utf8)
+    }
+
+    /// Answers with the error's JSON document and status.
+    public func respond(_ error: HTTPError, headers: [(String, String)] = []) {
+        respond(status: error.status, json: error.json, headers: headers)
+    }
+
+    func addHeaders(_ headers: [(String, String)], to raw: OpaquePointer) {
+        guard !headers.isEmpty else { return }
+        let output = evhttp_request_get_output_headers(raw)
+        for (name, value) in headers {
+            evhttp_remove_header(output, name)
+            evhttp_add_header(output, name, value)
+        }
+    }
+
+    /// Drops the closures once the request can no longer call them (they often capture it).
+    func releaseCallbacks() {
+        onDisconnect = nil
+        onDrained = nil
+    }
+}

@@ -1,0 +1,99 @@
+import CLibevent
+
+/// A libevent timer event on one ``EventLoop``: fires its action once per ``schedule(after:)``
+/// (or repeatedly with ``scheduleRepeating(every:)``). Loop-confined.
+///
+/// The timer owns its `event`; dropping the timer cancels it. The C callback reaches the
+/// timer unretained: the event cannot outlive the object that frees it in `deinit`.
+///
+/// ```swift
+/// let heartbeat = LoopTimer(loop: loop) { stream.write(": ping\n\n") }
+/// heartbeat.scheduleRepeating(every: .seconds(15))
+/// ```
+public final class LoopTimer {
+    public let loop: EventLoop
+    private let action: () -> Void
+    private var event: OpaquePointer!
+    private var repeatInterval: Duration?
+
+    public init(loop: EventLoop, action: @escaping () -> Void) {
+        self.loop = loop
+        self.action = action
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        event = event_new(loop.base, -1, 0, { _, _, context in
+            // Held for the whole call: a fire-and-forget timer drops its last reference in `fire`.
+            let timer = Unmanaged<LoopTimer>.fromOpaque(context!).takeUnretainedValue()
+            withExtendedLifetime(timer) { timer.fire() }
+        }, context)
+        precondition(event != nil, "event_new failed for a timer (out of memory)")
+    }
+
+    deinit {
+        event_free(event)
+    }
+
+    /// Fires once after `delay` (replacing any earlier schedule).
+    public func schedule(after delay: Duration) {
+        repeatInterval = nil
+        arm(delay)
+    }
+
+    /// Fires every `interval`, the first time after one interval.
+    public func scheduleRepeating(every interval: Duration) {
+        schedule(after: interval, thenEvery: interval)
+    }
+
+    /// Fires after `delay`, then every `interval`.
+    public func schedule(after delay: Duration, thenEvery interval: Duration) {
+        repeatInterval = interval
+        arm(delay)
+    }
+
+    /// Stops the timer; it can be scheduled again.
+    public func cancel() {
+        repeatInterval = nil
+        event_del(event)
+    }
+
+    /// Whether the timer will fire.
+    public var isScheduled: Bool {
+        event_pending(event, Int16(EV_TIMEOUT), nil) != 0
+    }
+
+    private func arm(_ delay: Duration) {
+        var time = timeval(delay)
+        event_add(event, &time)
+    }
+
+    private func fire() {
+        if let repeatInterval { arm(repeatInterval) }
+        action()
+    }
+}
+
+extension LoopTimer {
+    /// A one-shot timer nobody holds: it keeps itself alive (registered with its loop, so it
+    /// is freed with the loop if it never fires) until it has fired.
+    static func fireAndForget(loop: EventLoop, after delay: Duration, _ action: @escaping () -> Void) {
+        var key: ObjectIdentifier?
+        let timer = LoopTimer(loop: loop) { [unowned loop] in
+            if let key { loop.selfRetainedTimers[key] = nil }
+            action()
+        }
+        key = ObjectIdentifier(timer)
+        loop.selfRetainedTimers[ObjectIdentifier(timer)] = timer
+        timer.schedule(after: delay)
+    }
+}
+
+extension timeval {
+    /// A non-negative `timeval` for a libevent timeout (negative durations become zero).
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        if seconds < 0 || (seconds == 0 && attoseconds < 0) {
+            self.init(tv_sec: 0, tv_usec: 0)
+        } else {
+            self.init(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        }
+    }
+}

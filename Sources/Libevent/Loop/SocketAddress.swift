@@ -1,0 +1,50 @@
+import CLibevent
+import Glibc
+
+/// Socket addresses for binding, resolved through `evutil_getaddrinfo` (numeric or names).
+struct SocketAddress {
+    private var storage = sockaddr_storage()
+    private var length: Int
+
+    static func resolve(host: String, port: UInt16) throws(LibeventError) -> SocketAddress {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG
+        var result: UnsafeMutablePointer<addrinfo>?
+        let status = evutil_getaddrinfo(host, String(port), &hints, &result)
+        guard status == 0, let first = result else {
+            throw LibeventError(call: "evutil_getaddrinfo", detail: "\(host): \(String(cString: evutil_gai_strerror(status)))")
+        }
+        defer { evutil_freeaddrinfo(result) }
+        var address = SocketAddress(length: Int(first.pointee.ai_addrlen))
+        withUnsafeMutableBytes(of: &address.storage) { target in
+            target.copyMemory(from: UnsafeRawBufferPointer(start: first.pointee.ai_addr, count: address.length))
+        }
+        return address
+    }
+
+    mutating func withSockaddr<Result>(
+        _ body: (UnsafePointer<sockaddr>, Int) throws(LibeventError) -> Result
+    ) throws(LibeventError) -> Result {
+        let length = self.length
+        return try withUnsafePointer(to: &storage) { pointer throws(LibeventError) in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address throws(LibeventError) in
+                try body(address, length)
+            }
+        }
+    }
+
+    /// The local port a bound socket listens on.
+    static func localPort(of fd: Int32) -> UInt16 {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &length) }
+        }
+        return withUnsafeBytes(of: &storage) { bytes in
+            // sin_port and sin6_port sit at the same offset, in network byte order.
+            UInt16(bigEndian: bytes.load(fromByteOffset: 2, as: UInt16.self))
+        }
+    }
+}

@@ -1,0 +1,145 @@
+public import Libevent
+
+/// What a ``ScriptedUpstream`` answers to one request.
+public struct UpstreamReply: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    /// Answer after this long (the client may close meanwhile: that is recorded).
+    public var delay: Duration
+    /// Never answer; wait for the client to close the connection.
+    public var hangs: Bool
+
+    public init(status: Int = 200, headers: [(String, String)] = [], body: [UInt8] = [], delay: Duration = .zero, hangs: Bool = false) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.delay = delay
+        self.hangs = hangs
+    }
+
+    public static func json(_ text: String, status: Int = 200, delay: Duration = .zero) -> Self {
+        Self(status: status, headers: [("Content-Type", "application/json")], body: Array(text.utf8), delay: delay)
+    }
+
+    public static func text(_ text: String, status: Int = 200, delay: Duration = .zero) -> Self {
+        Self(status: status, headers: [("Content-Type", "text/plain")], body: Array(text.utf8), delay: delay)
+    }
+
+    public static let hang = Self(hangs: true)
+}
+
+/// One request a ``ScriptedUpstream`` received, and how it ended.
+public struct RecordedRequest: Sendable {
+    public let method: HTTPMethod
+    /// The request target as sent (path and query, still percent-encoded).
+    public let uri: String
+    public let path: String
+    public let query: [String: String]
+    public let headers: [(name: String, value: String)]
+    public let body: [UInt8]
+    /// The client's port: requests with the same port came over the same connection.
+    public let clientPort: UInt16
+    public let startedAt: ContinuousClock.Instant
+    public internal(set) var endedAt: ContinuousClock.Instant?
+    /// The client closed the connection before the answer was sent (it cancelled).
+    public internal(set) var closedByClient = false
+
+    public var inFlight: Bool { endedAt == nil }
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}
+
+/// A real HTTP upstream for tests, listening on loopback on a port of its own (its own event
+/// loop thread), that answers by script and records every request: what was asked, when it
+/// ended, and whether the client closed it first, i.e. whether cancellation reached it.
+///
+/// ```swift
+/// let upstream = try await ScriptedUpstream.start { request in
+///     request.path == "/slow" ? .hang : .json(#"{"result":[]}"#)
+/// }
+/// let cancelled = await upstream.records.wait(timeout: .seconds(2)) { $0.first?.closedByClient == true }
+/// ```
+public final class ScriptedUpstream: Sendable {
+    public let port: UInt16
+    public let records: Observed<[RecordedRequest]>
+    private let thread: LoopThread
+    private let server: LoopBound<HTTPServer>
+
+    private init(
+        port: UInt16, isTLS: Bool, records: Observed<[RecordedRequest]>, thread: LoopThread, server: LoopBound<HTTPServer>
+    ) {
+        self.port = port
+        self.isTLS = isTLS
+        self.records = records
+        self.thread = thread
+        self.server = server
+    }
+
+    private let isTLS: Bool
+
+    /// `http://127.0.0.1:PORT`, or `https://localhost:PORT` with TLS (the test certificate's name).
+    public var baseURL: String { isTLS ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)" }
+
+    public static func start(
+        tls: TLSContext? = nil, script: @escaping @Sendable (RecordedRequest) -> UpstreamReply
+    ) async throws -> ScriptedUpstream {
+        let thread = try LoopThread()
+        let records = Observed<[RecordedRequest]>([])
+        let (port, server) = try await thread.run { loop in
+            let server = try HTTPServer(loop: loop, tls: tls) { request in
+                answer(request, loop: loop, records: records, script: script)
+            }
+            let port = try server.bind(host: "127.0.0.1", port: 0)
+            return (port, LoopBound(server, loop: loop))
+        }
+        return ScriptedUpstream(port: port, isTLS: tls != nil, records: records, thread: thread, server: server)
+    }
+
+    /// Requests received so far.
+    public var requests: [RecordedRequest] { records.value }
+
+    /// Stops listening and closes every connection.
+    public func shutdown() async {
+        let server = self.server
+        await thread.stop { server.release() }
+    }
+
+    private static func answer(
+        _ request: ServerRequest, loop: EventLoop, records: Observed<[RecordedRequest]>,
+        script: @Sendable (RecordedRequest) -> UpstreamReply
+    ) {
+        let recorded = RecordedRequest(
+            method: request.method, uri: request.uri, path: request.path, query: request.queryParameters,
+            headers: request.headers, body: request.body, clientPort: request.peer?.port ?? 0,
+            startedAt: .now)
+        var position = 0
+        records.update { list in
+            position = list.count
+            list.append(recorded)
+        }
+        let index = position
+        let reply = script(recorded)
+        let end: @Sendable (Bool) -> Void = { closedByClient in
+            records.update { list in
+                list[index].endedAt = .now
+                list[index].closedByClient = closedByClient
+            }
+        }
+        let send = {
+            guard request.isOpen else { return }
+            end(false)
+            request.respond(status: reply.status, headers: reply.headers, body: reply.body)
+        }
+        request.onDisconnect = { end(true) }
+        if reply.hangs { return }
+        if reply.delay > .zero {
+            let scheduler = EventLoopScheduler(loop: loop)
+            scheduler.schedule(after: scheduler.now.advanced(by: .init(reply.delay)), send)
+        } else {
+            send()
+        }
+    }
+}

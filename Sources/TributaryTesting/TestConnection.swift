@@ -1,0 +1,230 @@
+import Foundation
+import Glibc
+
+/// A plain blocking TCP client on loopback, speaking HTTP/1.1 by hand, so tests control
+/// exactly what is sent and when the connection closes (like curl, or a browser tab that
+/// goes away). Every read is bounded by the connection's timeout.
+///
+/// ```swift
+/// let connection = try TestConnection(port: port)
+/// try connection.send("GET /groups HTTP/1.1\r\nHost: x\r\n\r\n")
+/// let response = try connection.readResponse()
+/// ```
+public final class TestConnection {
+    public let port: UInt16
+    private var fd: Int32
+    private var buffered: [UInt8] = []
+    /// Whether the server closed its side (EOF or reset).
+    public private(set) var peerClosed = false
+
+    public init(port: UInt16, timeout: Duration = .seconds(10)) throws {
+        self.port = port
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestClientError.system("socket", errno) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw TestClientError.system("connect to 127.0.0.1:\(port)", code)
+        }
+        setTimeout(timeout)
+    }
+
+    deinit { close() }
+
+    /// Bounds every following read.
+    public func setTimeout(_ timeout: Duration) {
+        let (seconds, attoseconds) = timeout.components
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    public func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    public func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw TestClientError.system("send", errno) }
+            offset += sent
+        }
+    }
+
+    /// Sends a request with `Host` and, when there is a body, `Content-Length`.
+    public func sendRequest(
+        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []
+    ) throws {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
+        try send(Array((head + "\r\n").utf8) + body)
+    }
+
+    /// Closes the socket (the server sees EOF). Idempotent.
+    public func close() {
+        if fd >= 0 {
+            Glibc.close(fd)
+            fd = -1
+        }
+    }
+
+    /// Closes with a TCP reset instead of a FIN (SO_LINGER 0), like a crashed client.
+    public func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close()
+    }
+
+    // MARK: - Reading
+
+    /// Reads more bytes into the buffer; false at EOF. Throws on timeout.
+    @discardableResult
+    func fill() throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count > 0 {
+            buffered += chunk[..<count]
+            return true
+        }
+        if count == 0 || errno == ECONNRESET {
+            peerClosed = true
+            return false
+        }
+        if errno == EAGAIN || errno == EWOULDBLOCK { throw TestClientError.timedOut }
+        throw TestClientError.system("recv", errno)
+    }
+
+    /// Reads until `delimiter`, returning what precedes it (the delimiter is consumed).
+    func read(until delimiter: [UInt8]) throws -> [UInt8] {
+        while true {
+            if let range = buffered.firstRange(of: delimiter) {
+                let result = Array(buffered[..<range.lowerBound])
+                buffered.removeSubrange(..<range.upperBound)
+                return result
+            }
+            guard try fill() else { throw TestClientError.closed(received: buffered) }
+        }
+    }
+
+    func read(count: Int) throws -> [UInt8] {
+        while buffered.count < count {
+            guard try fill() else { throw TestClientError.closed(received: buffered) }
+        }
+        let result = Array(buffered[..<count])
+        buffered.removeSubrange(..<count)
+        return result
+    }
+
+    /// Reads a status line and headers.
+    public func readHead() throws -> TestResponse {
+        let head = String(decoding: try read(until: Array("\r\n\r\n".utf8)), as: UTF8.self)
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ", maxSplits: 2)
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw TestClientError.malformed(head) }
+        let headers = lines.compactMap { line -> (String, String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        return TestResponse(status: status, headers: headers, body: [])
+    }
+
+    /// Reads a whole response: head, then a body by `Content-Length`, chunks, or until close.
+    public func readResponse(method: String = "GET") throws -> TestResponse {
+        var response = try readHead()
+        if method == "HEAD" || response.status == 204 || response.status == 304 { return response }
+        if response.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
+            while let chunk = try readChunk() { response.body += chunk }
+        } else if let length = response.header("Content-Length").flatMap(Int.init) {
+            response.body = try read(count: length)
+        } else {
+            while try fill() {}
+            response.body = buffered
+            buffered = []
+        }
+        return response
+    }
+
+    /// The next chunk of a chunked body, or nil after the last (zero-length) chunk.
+    public func readChunk() throws -> [UInt8]? {
+        let sizeLine = String(decoding: try read(until: Array("\r\n".utf8)), as: UTF8.self)
+        guard let size = Int(sizeLine.split(separator: ";")[0].trimmingCharacters(in: .whitespaces), radix: 16) else {
+            throw TestClientError.malformed("chunk size \(sizeLine)")
+        }
+        if size == 0 {
+            _ = try read(until: Array("\r\n".utf8))
+            return nil
+        }
+        let data = try read(count: size)
+        _ = try read(count: 2)
+        return data
+    }
+
+    /// Waits for the server to close the connection, discarding what arrives; false on timeout.
+    public func waitForClose() -> Bool {
+        while true {
+            do {
+                guard try fill() else { return true }
+                buffered.removeAll()
+            } catch {
+                return false
+            }
+        }
+    }
+}
+
+/// A response as the test client read it.
+public struct TestResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    public var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The body parsed as JSON (arrays, dictionaries, strings, numbers, booleans, NSNull).
+    public func json() throws -> Any { try JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed]) }
+
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder().decode(type, from: Data(body)) }
+}
+
+public enum TestClientError: Error, CustomStringConvertible {
+    case system(String, Int32)
+    case timedOut
+    case closed(received: [UInt8])
+    case malformed(String)
+
+    public var description: String {
+        switch self {
+        case .system(let call, let code): "\(call): \(String(cString: strerror(code)))"
+        case .timedOut: "timed out waiting for the server"
+        case .closed(let received): "connection closed after \(received.count) bytes: \(String(decoding: received.prefix(200), as: UTF8.self))"
+        case .malformed(let what): "malformed response: \(what)"
+        }
+    }
+}
+
+/// One-shot requests over a fresh connection.
+public enum TestHTTP {
+    public static func request(
+        port: UInt16, _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = [],
+        timeout: Duration = .seconds(10)
+    ) throws -> TestResponse {
+        let connection = try TestConnection(port: port, timeout: timeout)
+        defer { connection.close() }
+        try connection.sendRequest(method, path, headers: headers, body: body)
+        return try connection.readResponse(method: method)
+    }
+
+    public static func get(port: UInt16, _ path: String, headers: [(String, String)] = []) throws -> TestResponse {
+        try request(port: port, "GET", path, headers: headers)
+    }
+}

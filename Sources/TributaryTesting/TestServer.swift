@@ -1,0 +1,38 @@
+public import Libevent
+
+/// An ``HTTPServer`` on a loop thread of its own, listening on a free loopback port, for
+/// tests that talk to it with a ``TestConnection``.
+///
+/// ```swift
+/// let server = try await TestServer.start { request in request.respond(status: 200, json: "{}") }
+/// let response = try TestHTTP.get(port: server.port, "/")
+/// await server.stop()
+/// ```
+public final class TestServer: Sendable {
+    public let port: UInt16
+    public let thread: LoopThread
+    private let server: LoopBound<HTTPServer>
+
+    private init(port: UInt16, thread: LoopThread, server: LoopBound<HTTPServer>) {
+        self.port = port
+        self.thread = thread
+        self.server = server
+    }
+
+    /// `handler` runs on the server's loop (so it may keep loop-confined state).
+    public static func start(
+        limits: HTTPServer.Limits = .init(), handler: @escaping @Sendable (ServerRequest, EventLoop) -> Void
+    ) async throws -> TestServer {
+        let thread = try LoopThread()
+        let (port, server) = try await thread.run { loop in
+            let server = try HTTPServer(loop: loop, limits: limits) { handler($0, loop) }
+            return (try server.bind(host: "127.0.0.1", port: 0), LoopBound(server, loop: loop))
+        }
+        return TestServer(port: port, thread: thread, server: server)
+    }
+
+    public func stop() async {
+        let server = self.server
+        await thread.stop { server.release() }
+    }
+}

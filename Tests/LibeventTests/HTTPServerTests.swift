@@ -1,0 +1,113 @@
+import Foundation
+import Libevent
+import Testing
+import TributaryTesting
+
+@Suite("HTTP server")
+struct HTTPServerTests {
+    struct Greeting: Codable, Equatable {
+        var name: String
+        var tags: [String]
+    }
+
+    @Test("a JSON body round-trips through a handler")
+    func jsonRoundTrip() async throws {
+        let server = try await TestServer.start { request, _ in
+            guard let greeting = try? JSONDecoder().decode(Greeting.self, from: Data(request.body)) else {
+                request.respond(.badRequest("not a greeting"))
+                return
+            }
+            let reply = Greeting(name: "hello " + greeting.name, tags: greeting.tags.reversed())
+            request.respond(status: 201, json: String(decoding: try! JSONEncoder().encode(reply), as: UTF8.self))
+        }
+        let body = try JSONEncoder().encode(Greeting(name: "Grüße \"✓\"", tags: ["a", "b"]))
+        let response = try TestHTTP.request(port: server.port, "POST", "/greet", headers: [("Content-Type", "application/json")], body: Array(body))
+        #expect(response.status == 201)
+        #expect(response.header("Content-Type") == "application/json")
+        #expect(try response.decode(Greeting.self) == Greeting(name: "hello Grüße \"✓\"", tags: ["b", "a"]))
+        await server.stop()
+    }
+
+    @Test("one keep-alive connection carries several requests")
+    func keepAlive() async throws {
+        let server = try await TestServer.start { request, _ in
+            request.respond(status: 200, json: #"{"path":""# + JSONText.escaped(request.path) + #""}"#)
+        }
+        let connection = try TestConnection(port: server.port)
+        for index in 0..<5 {
+            try connection.sendRequest("GET", "/item/\(index)")
+            let response = try connection.readResponse()
+            #expect(response.status == 200)
+            #expect(response.text == #"{"path":"/item/\#(index)"}"#)
+        }
+        await server.stop()
+    }
+
+    @Test("headers over the limit get 431 JSON, bodies over it 413 JSON, and the server keeps serving")
+    func limits() async throws {
+        let limits = HTTPServer.Limits(maxHeaderBytes: 1024, maxBodyBytes: 2048)
+        let server = try await TestServer.start(limits: limits) { request, _ in
+            request.respond(status: 200, json: #"{"ok":true}"#)
+        }
+        let bigHeader = try TestHTTP.get(port: server.port, "/", headers: [("X-Padding", String(repeating: "x", count: 2000))])
+        #expect(bigHeader.status == 431)
+        #expect(try errorCode(bigHeader) == "headers_too_large")
+
+        let bigBody = try TestHTTP.request(port: server.port, "POST", "/", body: Array(repeating: 65, count: 4096))
+        #expect(bigBody.status == 413)
+        #expect(try errorCode(bigBody) == "body_too_large")
+
+        // Far beyond our limit evhttp refuses by itself, without buffering the body.
+        let huge = try TestConnection(port: server.port)
+        try huge.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n")
+        #expect(try huge.readHead().status == 413)
+
+        let healthy = try TestHTTP.get(port: server.port, "/")
+        #expect(healthy.status == 200)
+        await server.stop()
+    }
+
+    @Test("a malformed request line is refused and the server keeps serving")
+    func malformedRequest() async throws {
+        let server = try await TestServer.start { request, _ in request.respond(status: 200, json: "{}") }
+        let connection = try TestConnection(port: server.port)
+        try connection.send("NONSENSE\r\n\r\n")
+        let refused = (try? connection.readHead().status) ?? 400
+        #expect(refused == 400)
+        #expect(try TestHTTP.get(port: server.port, "/").status == 200)
+        await server.stop()
+    }
+
+    @Test("a streamed answer arrives chunk by chunk, and drained follows each write")
+    func streaming() async throws {
+        let drained = Observed(0)
+        let server = try await TestServer.start { request, _ in
+            request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
+            var sent = 0
+            request.onDrained = {
+                drained.update { $0 += 1 }
+                sent += 1
+                if sent < 3 { request.write(Array("data: \(sent)\n\n".utf8)) } else { request.endStream() }
+            }
+            request.write(Array("data: 0\n\n".utf8))
+        }
+        let connection = try TestConnection(port: server.port)
+        try connection.sendRequest("GET", "/events")
+        let head = try connection.readHead()
+        #expect(head.status == 200)
+        #expect(head.header("Content-Type") == "text/event-stream")
+        var chunks: [String] = []
+        while let chunk = try connection.readChunk() { chunks.append(String(decoding: chunk, as: UTF8.self)) }
+        #expect(chunks == ["data: 0\n\n", "data: 1\n\n", "data: 2\n\n"])
+        #expect(await drained.wait(timeout: .seconds(5)) { $0 == 3 })
+        await server.stop()
+    }
+
+    private func errorCode(_ response: TestResponse) throws -> String? {
+        #expect(response.header("Content-Type") == "application/json")
+        let document = try response.json() as? [String: Any]
+        let error = document?["error"] as? [String: Any]
+        #expect(error?["message"] is String)
+        return error?["code"] as? String
+    }
+}

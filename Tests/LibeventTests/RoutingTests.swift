@@ -1,0 +1,59 @@
+import Libevent
+import Testing
+
+@Suite("Routing and URL pieces")
+struct RoutingTests {
+    enum Route: Equatable { case groups, reload, trigger }
+
+    var router: Router<Route> {
+        var router = Router<Route>()
+        router.add(.get, "/groups", .groups)
+        router.add(.post, "/groups/reload", .reload)
+        router.add(.post, "/streams/{id}/triggers/{name}", .trigger)
+        return router
+    }
+
+    @Test("a path with parameters matches, each parameter percent-decoded")
+    func parameters() {
+        guard case .found(let route, let parameters) = router.match(.post, path: "/streams/ab%2Fc/triggers/load%20more") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(route == .trigger)
+        #expect(parameters == ["id": "ab/c", "name": "load more"])
+    }
+
+    @Test("HEAD uses GET routes; another method gets 405 with the allowed ones; unknown paths 404")
+    func methodsAndMisses() {
+        if case .found(let route, _) = router.match(.head, path: "/groups") { #expect(route == .groups) } else { Issue.record("HEAD") }
+        if case .methodNotAllowed(let allowed) = router.match(.delete, path: "/groups") { #expect(allowed == [.get]) } else {
+            Issue.record("DELETE /groups should be 405")
+        }
+        if case .notFound = router.match(.get, path: "/nope") {} else { Issue.record("/nope should be 404") }
+        if case .notFound = router.match(.get, path: "/groups/extra/segments") {} else { Issue.record("longer path should be 404") }
+        if case .notFound = router.match(.post, path: "/streams/%zz/triggers/x") {} else { Issue.record("bad escape should be 404") }
+    }
+
+    @Test("query strings decode + and %XX; ids encode to exactly one path segment")
+    func queryAndEncoding() {
+        #expect(QueryString.parse("q=swift+nio&topic=a%2Fb&flag") == ["q": "swift nio", "topic": "a/b", "flag": ""])
+        #expect(QueryString.percentEncoded("../../admin") == "..%2F..%2Fadmin")
+        #expect(QueryString.percentEncoded("a b?c#d%") == "a%20b%3Fc%23d%25")
+        #expect(QueryString.percentEncoded("Grüße") == "Gr%C3%BC%C3%9Fe")
+        #expect(QueryString.percentDecoded("Gr%C3%BC%C3%9Fe") == "Grüße")
+        #expect(QueryString.percentDecoded("%E2%28") == nil)
+    }
+
+    @Test("base URLs name an origin and a path prefix, and bad ones say why")
+    func baseURLs() throws {
+        let plain = try BaseURL("http://127.0.0.1:8081/")
+        #expect(plain.origin == .init(isTLS: false, host: "127.0.0.1", port: 8081))
+        #expect(plain.path == "")
+        let secure = try BaseURL("https://api.example.com/v2")
+        #expect(secure.origin.port == 443)
+        #expect(secure.path == "/v2")
+        #expect(throws: BaseURLError.self) { try BaseURL("ftp://example.com") }
+        #expect(throws: BaseURLError.self) { try BaseURL("http://") }
+        #expect(throws: BaseURLError.self) { try BaseURL("http://example.com/?q=1") }
+    }
+}

@@ -1,0 +1,186 @@
+import Libevent
+import OpenCombine
+import Testing
+import TributaryTesting
+
+@Suite("Upstream client")
+struct UpstreamClientTests {
+    typealias Outcome = Result<UpstreamResponse, UpstreamError>
+
+    /// A client on a loop thread of its own, with the outcomes of its calls.
+    final class Harness: Sendable {
+        let thread: LoopThread
+        let client: LoopBound<UpstreamClient>
+        let outcomes = Observed<[Int: Outcome]>([:])
+
+        init(_ configuration: UpstreamClient.Configuration = .init()) async throws {
+            thread = try LoopThread()
+            client = try await thread.run { loop in LoopBound(UpstreamClient(loop: loop, configuration: configuration), loop: loop) }
+        }
+
+        /// Starts call number `id`; its outcome lands in `outcomes[id]`.
+        func start(_ id: Int, _ request: UpstreamRequest) async throws -> LoopBound<UpstreamCall> {
+            let client = self.client
+            let outcomes = self.outcomes
+            return try await thread.run { loop in
+                let call = client.value.execute(request) { outcome in outcomes.update { $0[id] = outcome } }
+                return LoopBound(call, loop: loop)
+            }
+        }
+
+        func stop() async {
+            let client = self.client
+            await thread.stop { client.release() }
+        }
+    }
+
+    @Test("50 parallel calls share a pool of 8 keep-alive connections and all succeed")
+    func parallelCallsThroughThePool() async throws {
+        let upstream = try await ScriptedUpstream.start { request in
+            .json(#"{"path":""# + request.path + #""}"#, delay: .milliseconds(20))
+        }
+        let base = try BaseURL(upstream.baseURL)
+        let harness = try await Harness(.init(defaultPoolCapacity: 8))
+        for id in 0..<50 { _ = try await harness.start(id, UpstreamRequest(base: base, path: "/item/\(id)")) }
+        #expect(await harness.outcomes.wait(timeout: .seconds(10)) { $0.count == 50 })
+        for (id, outcome) in harness.outcomes.value {
+            let response = try outcome.get()
+            #expect(response.status == 200)
+            #expect(String(decoding: response.body, as: UTF8.self) == #"{"path":"/item/\#(id)"}"#)
+        }
+        let records = upstream.requests
+        #expect(records.count == 50)
+        #expect(Set(records.map(\.clientPort)).count <= 8)
+        #expect(maxInFlight(records) <= 8)
+        #expect(maxInFlight(records) >= 2)
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("sequential calls reuse one keep-alive connection and send Host")
+    func keepAliveReuse() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .json("{}") }
+        let base = try BaseURL(upstream.baseURL + "/api")
+        let harness = try await Harness()
+        for id in 0..<5 {
+            _ = try await harness.start(id, UpstreamRequest(base: base, path: "/x?id=\(id)"))
+            #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[id] != nil })
+        }
+        let records = upstream.requests
+        #expect(records.map(\.uri) == (0..<5).map { "/api/x?id=\($0)" })
+        #expect(Set(records.map(\.clientPort)).count == 1)
+        #expect(records.allSatisfy { $0.header("Host") == "127.0.0.1:\(upstream.port)" })
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("cancelling an in-flight call closes its connection: the upstream sees the close")
+    func cancelClosesTheConnection() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .hang }
+        let harness = try await Harness()
+        let call = try await harness.start(1, UpstreamRequest(base: BaseURL(upstream.baseURL), path: "/hang"))
+        #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.count == 1 })
+        try await harness.thread.run { _ in call.value.cancel() }
+        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.first?.closedByClient == true })
+        #expect(harness.outcomes.value.isEmpty, "a cancelled call does not complete")
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("a call past its deadline fails with timeout, and the upstream sees the close")
+    func timeout() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .hang }
+        let harness = try await Harness()
+        _ = try await harness.start(1, UpstreamRequest(base: BaseURL(upstream.baseURL), path: "/hang", timeout: .milliseconds(200)))
+        #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[1] != nil })
+        #expect(failureKind(harness.outcomes.value[1]) == .timeout)
+        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.first?.closedByClient == true })
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("a queued call times out too, without ever reaching the upstream")
+    func queuedTimeout() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .hang }
+        let base = try BaseURL(upstream.baseURL)
+        let harness = try await Harness(.init(defaultPoolCapacity: 1))
+        _ = try await harness.start(1, UpstreamRequest(base: base, path: "/first"))
+        _ = try await harness.start(2, UpstreamRequest(base: base, path: "/second", timeout: .milliseconds(100)))
+        #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[2] != nil })
+        #expect(failureKind(harness.outcomes.value[2]) == .timeout)
+        #expect(upstream.requests.map(\.path) == ["/first"])
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("a refused connection fails with connection_failed")
+    func connectionRefused() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .json("{}") }
+        let base = try BaseURL(upstream.baseURL)
+        await upstream.shutdown()
+        let harness = try await Harness()
+        _ = try await harness.start(1, UpstreamRequest(base: base, path: "/"))
+        #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[1] != nil })
+        #expect(failureKind(harness.outcomes.value[1]) == .connectionFailed)
+        await harness.stop()
+    }
+
+    @Test("a response over the size limit fails with response_too_large")
+    func responseTooLarge() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .text(String(repeating: "x", count: 5000)) }
+        let harness = try await Harness(.init(maxResponseBytes: 1000))
+        _ = try await harness.start(1, UpstreamRequest(base: BaseURL(upstream.baseURL), path: "/big"))
+        #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[1] != nil })
+        #expect(failureKind(harness.outcomes.value[1]) == .responseTooLarge)
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("the publisher emits the response and finishes; cancelling it cancels the call upstream")
+    func publisher() async throws {
+        let upstream = try await ScriptedUpstream.start { request in request.path == "/hang" ? .hang : .json(#"{"ok":1}"#) }
+        let base = try BaseURL(upstream.baseURL)
+        let harness = try await Harness()
+        let events = Observed<[String]>([])
+        let client = harness.client
+        let subscriptions = try await harness.thread.run { loop in
+            let answered = client.value.publisher(for: UpstreamRequest(base: base, path: "/ok"))
+                .sink(receiveCompletion: { completion in events.update { $0.append("\(completion)") } },
+                      receiveValue: { response in events.update { $0.append("\(response.status)") } })
+            let hanging = client.value.publisher(for: UpstreamRequest(base: base, path: "/hang"))
+                .sink(receiveCompletion: { _ in events.update { $0.append("hang completed") } },
+                      receiveValue: { _ in events.update { $0.append("hang answered") } })
+            return LoopBound([answered, hanging], loop: loop)
+        }
+        #expect(await events.wait(timeout: .seconds(5)) { $0 == ["200", "finished"] })
+        #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.path == "/hang" } })
+        try await harness.thread.run { _ in subscriptions.value[1].cancel() }
+        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.contains { $0.path == "/hang" && $0.closedByClient } })
+        #expect(events.value == ["200", "finished"])
+        try await harness.thread.run { _ in subscriptions.release() }
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
+    private func failureKind(_ outcome: Outcome?) -> UpstreamError.Kind? {
+        guard case .failure(let error) = outcome else { return nil }
+        return error.kind
+    }
+}
+
+/// The largest number of recorded requests in flight at one moment.
+func maxInFlight(_ records: [RecordedRequest]) -> Int {
+    var edges: [(at: ContinuousClock.Instant, step: Int)] = []
+    for record in records {
+        edges.append((record.startedAt, 1))
+        edges.append((record.endedAt ?? .now, -1))
+    }
+    edges.sort { $0.at == $1.at ? $0.step < $1.step : $0.at < $1.at }
+    var level = 0
+    var peak = 0
+    for (_, step) in edges {
+        level += step
+        peak = max(peak, level)
+    }
+    return peak
+}
