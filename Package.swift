@@ -11,10 +11,12 @@ let package = Package(
     name: "Tributary",
     platforms: [.macOS(.v14)],
     products: [
+        .library(name: "Rivers", targets: ["Rivers"]),
         .library(name: "Libevent", targets: ["Libevent"]),
     ],
     dependencies: [
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // MARK: - libevent
@@ -33,8 +35,28 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // MARK: - Rivers: the reactive toolbox
+
+        .target(
+            name: "Rivers",
+            dependencies: [.product(name: "OpenCombine", package: "OpenCombine")],
+            swiftSettings: strictSettings
+        ),
+
+        .executableTarget(
+            name: "RiversBenchmarks",
+            dependencies: ["Rivers", .product(name: "OpenCombine", package: "OpenCombine")],
+            path: "Benchmarks/RiversBenchmarks",
+            swiftSettings: strictSettings
+        ),
+
         // MARK: - Test support and tests
 
+        .target(
+            name: "RiversTesting",
+            dependencies: ["Rivers", .product(name: "OpenCombine", package: "OpenCombine")],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "TributaryTesting",
             dependencies: ["Libevent", .product(name: "OpenCombine", package: "OpenCombine")],
@@ -45,6 +67,15 @@ let package = Package(
             dependencies: [
                 "Libevent", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "RiversTests",
+            dependencies: [
+                "Rivers", "RiversTesting",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strictSettings
         ),
