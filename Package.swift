@@ -11,12 +11,16 @@ let package = Package(
     name: "Tributary",
     platforms: [.macOS(.v14)],
     products: [
+        .executable(name: "tributary", targets: ["tributary"]),
         .library(name: "Rivers", targets: ["Rivers"]),
         .library(name: "Libevent", targets: ["Libevent"]),
     ],
     dependencies: [
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // MARK: - libevent
@@ -43,6 +47,41 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // MARK: - Aggregation: resources from upstreams, as pipelines
+
+        .target(
+            name: "Aggregation",
+            dependencies: ["Libevent", "Rivers", .product(name: "OpenCombine", package: "OpenCombine")],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: - The service
+
+        .target(
+            name: "TributaryServer",
+            dependencies: [
+                "Libevent", "Rivers", "Aggregation",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "tributary",
+            dependencies: [
+                "TributaryServer", "Libevent",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "FoundationBench",
+            dependencies: ["Libevent"],
+            path: "Benchmarks/FoundationBench",
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "RiversBenchmarks",
             dependencies: ["Rivers", .product(name: "OpenCombine", package: "OpenCombine")],
@@ -66,6 +105,22 @@ let package = Package(
             name: "LibeventTests",
             dependencies: [
                 "Libevent", "TributaryTesting",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "AggregationTests",
+            dependencies: [
+                "Aggregation", "Libevent", "TributaryTesting",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TributaryServerTests",
+            dependencies: [
+                "TributaryServer", "Aggregation", "Libevent", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings

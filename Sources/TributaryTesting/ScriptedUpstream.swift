@@ -143,3 +143,22 @@ public final class ScriptedUpstream: Sendable {
         }
     }
 }
+
+extension [RecordedRequest] {
+    /// The largest number of these requests in flight at one moment.
+    public var maxInFlight: Int {
+        var edges: [(at: ContinuousClock.Instant, step: Int)] = []
+        for record in self {
+            edges.append((record.startedAt, 1))
+            edges.append((record.endedAt ?? .now, -1))
+        }
+        edges.sort { $0.at == $1.at ? $0.step < $1.step : $0.at < $1.at }
+        var level = 0
+        var peak = 0
+        for edge in edges {
+            level += edge.step
+            peak = Swift.max(peak, level)
+        }
+        return peak
+    }
+}

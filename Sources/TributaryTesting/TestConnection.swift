@@ -17,10 +17,15 @@ public final class TestConnection {
     /// Whether the server closed its side (EOF or reset).
     public private(set) var peerClosed = false
 
-    public init(port: UInt16, timeout: Duration = .seconds(10)) throws {
+    /// Connects to `127.0.0.1:port`; `receiveBuffer` caps the socket's receive buffer
+    /// (SO_RCVBUF, set before connecting so the TCP window honours it), to play a slow reader.
+    public init(port: UInt16, timeout: Duration = .seconds(10), receiveBuffer: Int? = nil) throws {
         self.port = port
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestClientError.system("socket", errno) }
+        if var size = receiveBuffer.map(Int32.init(clamping:)) {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -82,6 +87,13 @@ public final class TestConnection {
     }
 
     // MARK: - Reading
+
+    var bufferedBytes: [UInt8] { buffered }
+
+    func takeBuffered() -> [UInt8] {
+        defer { buffered.removeAll() }
+        return buffered
+    }
 
     /// Reads more bytes into the buffer; false at EOF. Throws on timeout.
     @discardableResult

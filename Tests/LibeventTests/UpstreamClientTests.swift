@@ -51,8 +51,8 @@ struct UpstreamClientTests {
         let records = upstream.requests
         #expect(records.count == 50)
         #expect(Set(records.map(\.clientPort)).count <= 8)
-        #expect(maxInFlight(records) <= 8)
-        #expect(maxInFlight(records) >= 2)
+        #expect(records.maxInFlight <= 8)
+        #expect(records.maxInFlight >= 2)
         await harness.stop()
         await upstream.shutdown()
     }
@@ -166,21 +166,4 @@ struct UpstreamClientTests {
         guard case .failure(let error) = outcome else { return nil }
         return error.kind
     }
-}
-
-/// The largest number of recorded requests in flight at one moment.
-func maxInFlight(_ records: [RecordedRequest]) -> Int {
-    var edges: [(at: ContinuousClock.Instant, step: Int)] = []
-    for record in records {
-        edges.append((record.startedAt, 1))
-        edges.append((record.endedAt ?? .now, -1))
-    }
-    edges.sort { $0.at == $1.at ? $0.step < $1.step : $0.at < $1.at }
-    var level = 0
-    var peak = 0
-    for (_, step) in edges {
-        level += step
-        peak = max(peak, level)
-    }
-    return peak
 }

@@ -1,4 +1,5 @@
 import CLibevent
+import Glibc
 
 /// Streamed (chunked) answers, e.g. server-sent events, with a drained signal for back pressure.
 ///
@@ -28,6 +29,16 @@ extension ServerRequest {
         evhttp_send_reply_chunk_with_cb(raw, buffer, { _, context in
             Unmanaged<ServerRequest>.fromOpaque(context!).takeUnretainedValue().onDrained?()
         }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Caps the kernel's send buffer for this connection (SO_SNDBUF; the kernel doubles it),
+    /// so a client that stops reading holds at most that much memory: with the drained
+    /// signal, what waits for it is bounded by this buffer plus one chunk.
+    public func limitSocketSendBuffer(to bytes: Int) {
+        guard let raw, let connection = evhttp_request_get_connection(raw) else { return }
+        var size = Int32(clamping: bytes)
+        setsockopt(bufferevent_getfd(evhttp_connection_get_bufferevent(connection)), SOL_SOCKET, SO_SNDBUF, &size,
+                   socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Bytes written but not yet taken by the socket.

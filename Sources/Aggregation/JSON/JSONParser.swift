@@ -1,0 +1,263 @@
+/// Parses JSON text (RFC 8259) into ``JSON``, strictly: one value, no trailing commas, no
+/// comments, valid UTF-8 and escapes, numbers in JSON's grammar, nesting at most
+/// ``JSONParser/maximumDepth`` deep (so hostile input cannot exhaust the stack).
+extension JSON {
+    public init(parsing bytes: some Collection<UInt8>) throws(JSONParseError) {
+        let result: Result<JSON, JSONParseError>? = bytes.withContiguousStorageIfAvailable { buffer in
+            var parser = JSONParser(buffer)
+            return Result { () throws(JSONParseError) in try parser.parseDocument() }
+        }
+        if let result {
+            self = try result.get()
+        } else {
+            let copy = Array(bytes)
+            self = try copy.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+                var parser = JSONParser(buffer)
+                return try parser.parseDocument()
+            }
+        }
+    }
+}
+
+/// Why JSON text could not be parsed, and where (a byte offset).
+public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let offset: Int
+    public let reason: String
+
+    public var description: String { "\(reason) at byte \(offset)" }
+}
+
+struct JSONParser {
+    static let maximumDepth = 512
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var position = 0
+    private var depth = 0
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    mutating func parseDocument() throws(JSONParseError) -> JSON {
+        skipWhitespace()
+        let value = try parseValue()
+        skipWhitespace()
+        guard position == bytes.count else { throw error("unexpected text after the document") }
+        return value
+    }
+
+    private func error(_ reason: String) -> JSONParseError {
+        JSONParseError(offset: position, reason: reason)
+    }
+
+    private var current: UInt8? { position < bytes.count ? bytes[position] : nil }
+
+    private mutating func skipWhitespace() {
+        while position < bytes.count {
+            switch bytes[position] {
+            case 0x20, 0x09, 0x0A, 0x0D: position += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func expect(_ literal: StaticString, _ value: JSON) throws(JSONParseError) -> JSON {
+        let count = literal.utf8CodeUnitCount
+        guard position + count <= bytes.count else { throw error("unexpected end of input") }
+        for index in 0..<count where bytes[position + index] != literal.utf8Start[index] {
+            throw error("invalid literal")
+        }
+        position += count
+        return value
+    }
+
+    private mutating func parseValue() throws(JSONParseError) -> JSON {
+        guard let byte = current else { throw error("unexpected end of input") }
+        switch byte {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): return try expect("true", .bool(true))
+        case UInt8(ascii: "f"): return try expect("false", .bool(false))
+        case UInt8(ascii: "n"): return try expect("null", .null)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw error("unexpected character")
+        }
+    }
+
+    private mutating func enter() throws(JSONParseError) {
+        depth += 1
+        guard depth <= Self.maximumDepth else { throw error("nesting deeper than \(Self.maximumDepth)") }
+    }
+
+    private mutating func parseObject() throws(JSONParseError) -> JSON {
+        try enter()
+        position += 1
+        var members: [(key: String, value: JSON)] = []
+        skipWhitespace()
+        if current == UInt8(ascii: "}") {
+            position += 1
+            depth -= 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard current == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let key = try parseString()
+            skipWhitespace()
+            guard current == UInt8(ascii: ":") else { throw error("expected ':'") }
+            position += 1
+            skipWhitespace()
+            members.append((key, try parseValue()))
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","): position += 1
+            case UInt8(ascii: "}"):
+                position += 1
+                depth -= 1
+                return .object(members)
+            default: throw error("expected ',' or '}'")
+            }
+        }
+    }
+
+    private mutating func parseArray() throws(JSONParseError) -> JSON {
+        try enter()
+        position += 1
+        var elements: [JSON] = []
+        skipWhitespace()
+        if current == UInt8(ascii: "]") {
+            position += 1
+            depth -= 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue())
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","): position += 1
+            case UInt8(ascii: "]"):
+                position += 1
+                depth -= 1
+                return .array(elements)
+            default: throw error("expected ',' or ']'")
+            }
+        }
+    }
+
+    private mutating func parseString() throws(JSONParseError) -> String {
+        position += 1
+        let start = position
+        // Fast path: no escapes, only validated UTF-8.
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
+                position += 1
+                guard let text = String(validating: slice, as: UTF8.self) else {
+                    position = start
+                    throw error("invalid UTF-8 in a string")
+                }
+                return text
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw error("control character in a string") }
+            position += 1
+        }
+        guard position < bytes.count else { throw error("unterminated string") }
+        var decoded = Array(UnsafeBufferPointer(rebasing: bytes[start..<position]))
+        while position < bytes.count {
+            let byte = bytes[position]
+            switch byte {
+            case UInt8(ascii: "\""):
+                position += 1
+                guard let text = String(validating: decoded, as: UTF8.self) else { throw error("invalid UTF-8 in a string") }
+                return text
+            case UInt8(ascii: "\\"):
+                position += 1
+                guard let escape = current else { throw error("unterminated string") }
+                position += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): decoded.append(escape)
+                case UInt8(ascii: "b"): decoded.append(0x08)
+                case UInt8(ascii: "f"): decoded.append(0x0C)
+                case UInt8(ascii: "n"): decoded.append(0x0A)
+                case UInt8(ascii: "r"): decoded.append(0x0D)
+                case UInt8(ascii: "t"): decoded.append(0x09)
+                case UInt8(ascii: "u"): try appendUnicodeEscape(to: &decoded)
+                default: throw error("invalid escape")
+                }
+            case 0..<0x20:
+                throw error("control character in a string")
+            default:
+                decoded.append(byte)
+                position += 1
+            }
+        }
+        throw error("unterminated string")
+    }
+
+    private mutating func hexQuad() throws(JSONParseError) -> UInt32 {
+        guard position + 4 <= bytes.count else { throw error("unterminated \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[position]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw error("invalid \\u escape")
+            }
+            value = value << 4 | digit
+            position += 1
+        }
+        return value
+    }
+
+    private mutating func appendUnicodeEscape(to decoded: inout [UInt8]) throws(JSONParseError) {
+        var scalarValue = try hexQuad()
+        if (0xD800...0xDBFF).contains(scalarValue) {
+            guard position + 2 <= bytes.count, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else {
+                throw error("unpaired surrogate")
+            }
+            position += 2
+            let low = try hexQuad()
+            guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
+            scalarValue = 0x10000 + ((scalarValue - 0xD800) << 10) + (low - 0xDC00)
+        } else if (0xDC00...0xDFFF).contains(scalarValue) {
+            throw error("unpaired surrogate")
+        }
+        guard let scalar = Unicode.Scalar(scalarValue) else { throw error("invalid \\u escape") }
+        decoded.append(contentsOf: String(Character(scalar)).utf8)
+    }
+
+    private mutating func parseNumber() throws(JSONParseError) -> JSON {
+        let start = position
+        if current == UInt8(ascii: "-") { position += 1 }
+        guard let first = current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { throw error("invalid number") }
+        if first == UInt8(ascii: "0") {
+            position += 1
+        } else {
+            skipDigits()
+        }
+        if current == UInt8(ascii: ".") {
+            position += 1
+            guard skipDigits() > 0 else { throw error("invalid number") }
+        }
+        if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+            position += 1
+            if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { position += 1 }
+            guard skipDigits() > 0 else { throw error("invalid number") }
+        }
+        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self))
+    }
+
+    @discardableResult
+    private mutating func skipDigits() -> Int {
+        let start = position
+        while position < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) { position += 1 }
+        return position - start
+    }
+}

@@ -1,0 +1,48 @@
+/// One serialized state of a resource, with a version that names its content: equal
+/// documents have equal versions, on every worker and across restarts, so a client's
+/// `Last-Event-ID` can say "I have this one already".
+public struct Snapshot: Sendable, Equatable {
+    /// The document as compact JSON text.
+    public let json: [UInt8]
+    /// 16 hex digits: the FNV-1a 64-bit hash of ``json``.
+    public let version: String
+
+    public init(json: [UInt8]) {
+        self.json = json
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in json {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        version = String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    public init(_ document: JSON) {
+        self.init(json: document.serialized)
+    }
+
+    public static func == (lhs: Snapshot, rhs: Snapshot) -> Bool {
+        lhs.version == rhs.version && lhs.json == rhs.json
+    }
+}
+
+/// What a live resource's watchers know: the latest good snapshot, and the error of the
+/// latest refresh if it failed (the snapshot then stays as it was).
+public struct LiveState: Sendable, Equatable {
+    public var snapshot: Snapshot?
+    public var error: ResourceError?
+
+    public init(snapshot: Snapshot? = nil, error: ResourceError? = nil) {
+        self.snapshot = snapshot
+        self.error = error
+    }
+
+    /// The state after a refresh ended with `result`.
+    public func applying(_ result: Result<JSON, ResourceError>) -> LiveState {
+        switch result {
+        case .success(let document): LiveState(snapshot: Snapshot(document), error: nil)
+        case .failure(let error): LiveState(snapshot: snapshot, error: error)
+        }
+    }
+}

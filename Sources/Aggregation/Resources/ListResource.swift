@@ -1,0 +1,136 @@
+public import OpenCombine
+import Rivers
+
+/// A list from one upstream call, each item merged with its details from a second call per
+/// item, in list order: `GET /groups` + `GET /groups/{id}/metadata` for every group.
+///
+/// ```
+/// GET /groups ─▶ [a, b, c] ─┬─▶ GET /groups/a/metadata ─┐
+///                           ├─▶ GET /groups/b/metadata ─┼─▶ [a+meta, b+meta, c+meta]
+///                           └─▶ GET /groups/c/metadata ─┘   (list order, whatever answers first)
+/// ```
+///
+/// Details are fetched concurrently, at most ``Definition/concurrency`` at a time. An item
+/// whose details fail follows ``ItemFailurePolicy``. Cancelling the snapshot cancels every
+/// call still in flight.
+public struct ListResource {
+    /// What to call and where the data sits, as configured.
+    public struct Definition: Sendable, Equatable {
+        /// The list call, e.g. `/groups`.
+        public var listPath: String
+        /// Where the array of items is in the list response, e.g. `result`.
+        public var itemsAt: JSONPath
+        /// The member of each item that is its id, e.g. `id`.
+        public var idMember: String
+        /// The per-item call, e.g. `/groups/{id}/metadata`.
+        public var detailPath: PathTemplate
+        /// Where the item's details are in that response (an object merged into the item).
+        public var detailAt: JSONPath
+        /// Detail calls in flight at once for one snapshot.
+        public var concurrency: Int
+        public var onItemFailure: ItemFailurePolicy
+
+        public init(
+            listPath: String, itemsAt: JSONPath, idMember: String, detailPath: PathTemplate, detailAt: JSONPath,
+            concurrency: Int, onItemFailure: ItemFailurePolicy
+        ) {
+            self.listPath = listPath
+            self.itemsAt = itemsAt
+            self.idMember = idMember
+            self.detailPath = detailPath
+            self.detailAt = detailAt
+            self.concurrency = concurrency
+            self.onItemFailure = onItemFailure
+        }
+    }
+
+    /// What an item whose details fail becomes.
+    public enum ItemFailurePolicy: String, Sendable, CaseIterable {
+        /// Kept in place, with an `error` member `{"code","message"}` instead of details.
+        case mark
+        /// Left out of the list.
+        case drop
+        /// The whole snapshot fails with the item's error.
+        case fail
+    }
+
+    public let name: String
+    public let upstream: Upstream
+    public let definition: Definition
+
+    public init(name: String, upstream: Upstream, definition: Definition) {
+        self.name = name
+        self.upstream = upstream
+        self.definition = definition
+    }
+
+    /// One snapshot: the list, each item merged with its details, in list order.
+    public func snapshot() -> AnyPublisher<JSON, ResourceError> {
+        upstream.json(definition.listPath)
+            .flatMap { list in items(in: list).publisher }
+            .flatMap { items in
+                items.orderedFanOut(maxConcurrent: definition.concurrency, onFailure: failurePolicy) { item in
+                    itemWithDetails(item)
+                }
+            }
+            .map { items in JSON.array(items.compactMap { $0 }) }
+            .eraseToAnyPublisher()
+    }
+
+    /// `item` merged with the object found at ``Definition/detailAt`` in its detail response.
+    func itemWithDetails(_ item: JSON) -> AnyPublisher<JSON?, ResourceError> {
+        guard let path = detailPath(of: item) else {
+            return Fail(error: error(.invalidItemID, definition.listPath, "an item of \(definition.listPath) has no usable `\(definition.idMember)`"))
+                .eraseToAnyPublisher()
+        }
+        return upstream.json(path)
+            .flatMap { document in merged(item, withDetailsFrom: document, path: path).publisher }
+            .eraseToAnyPublisher()
+    }
+
+    private var failurePolicy: SequentialFailurePolicy<JSON, JSON?, ResourceError> {
+        switch definition.onItemFailure {
+        case .mark: .replace { item, error in ListResource.marked(item, with: error) }
+        case .drop: .replace(with: nil)
+        case .fail: .fail
+        }
+    }
+
+    private func items(in list: JSON) -> Result<[JSON], ResourceError> {
+        guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
+            let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
+            return .failure(error(.upstreamMalformed, definition.listPath,
+                                  "upstream \(upstream.name): GET \(definition.listPath): expected an array at \(definition.itemsAt), found \(found)"))
+        }
+        return .success(items)
+    }
+
+    private func detailPath(of item: JSON) -> String? {
+        switch item[definition.idMember] {
+        case .string(let id): definition.detailPath.path(for: id)
+        case .number(let id): definition.detailPath.path(for: id)
+        default: nil
+        }
+    }
+
+    private func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
+        guard let details = definition.detailAt.value(in: document)?.objectValue, let members = item.objectValue else {
+            let found = definition.detailAt.value(in: document)?.kindDescription ?? "nothing"
+            return .failure(error(.upstreamMalformed, path,
+                                  "upstream \(upstream.name): GET \(path): expected an object at \(definition.detailAt), found \(found)"))
+        }
+        let known = Set(members.map(\.key))
+        return .success(.object(members + details.filter { !known.contains($0.key) }))
+    }
+
+    private func error(_ code: ResourceError.Code, _ path: String, _ message: String) -> ResourceError {
+        ResourceError(code: code, upstream: upstream.name, path: path, message: message)
+    }
+
+    /// `item` with an `error` member describing why its details are missing.
+    static func marked(_ item: JSON, with error: ResourceError) -> JSON {
+        let description = JSON.object([("code", .string(error.code.rawValue)), ("message", .string(error.message))])
+        guard let members = item.objectValue else { return .object([("item", item), ("error", description)]) }
+        return .object(members.filter { $0.key != "error" } + [("error", description)])
+    }
+}

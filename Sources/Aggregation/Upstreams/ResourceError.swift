@@ -1,0 +1,46 @@
+public import Libevent
+
+/// Why a resource could not be built from its upstreams, in the words a client gets:
+/// an HTTP status (502 when an upstream failed, 504 when it timed out), a stable code and a
+/// message that names the upstream and the path that failed.
+public struct ResourceError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// No response: connection refused or broken, TLS failure, response too large.
+        case upstreamUnavailable = "upstream_unavailable"
+        /// The upstream did not answer in time.
+        case upstreamTimeout = "upstream_timeout"
+        /// The upstream answered with a non-2xx status.
+        case upstreamStatus = "upstream_status"
+        /// The upstream's body was not JSON, or not shaped as configured.
+        case upstreamMalformed = "upstream_malformed"
+        /// An item's id cannot name an upstream path (empty, `.` or `..`, not a string or number).
+        case invalidItemID = "invalid_item_id"
+    }
+
+    public let code: Code
+    /// The configured name of the upstream, e.g. `tasks`.
+    public let upstream: String
+    /// The path called, e.g. `/groups/42/metadata`.
+    public let path: String
+    public let message: String
+
+    public init(code: Code, upstream: String, path: String, message: String) {
+        self.code = code
+        self.upstream = upstream
+        self.path = path
+        self.message = message
+    }
+
+    public var status: Int { code == .upstreamTimeout ? 504 : 502 }
+
+    public var httpError: HTTPError { HTTPError(status: status, code: code.rawValue, message: message) }
+
+    public var description: String { message }
+}
+
+extension ResourceError {
+    init(_ error: UpstreamError, upstream: String, path: String) {
+        let code: Code = error.kind == .timeout ? .upstreamTimeout : .upstreamUnavailable
+        self.init(code: code, upstream: upstream, path: path, message: "upstream \(upstream): GET \(path) failed: \(error)")
+    }
+}

@@ -1,0 +1,146 @@
+public import Libevent
+public import OpenCombine
+
+/// One configured upstream API: a name, a base URL, and how to call it (deadline, retries
+/// with exponential backoff) through the worker's ``UpstreamClient``. Loop-confined.
+///
+/// ```swift
+/// let tasks = Upstream(name: "tasks", base: try BaseURL("http://127.0.0.1:8081"), client: client)
+/// tasks.json("/groups")      // a publisher of the parsed body
+/// ```
+public final class Upstream {
+    /// How a call to this upstream behaves.
+    public struct Policy: Sendable, Equatable {
+        /// Deadline of one attempt.
+        public var timeout: Duration
+        /// Extra attempts after a connection failure or a 502/503/504 answer.
+        public var retries: Int
+        /// Wait before the first retry; doubled for each further one.
+        public var backoff: Duration
+
+        public init(timeout: Duration = .seconds(5), retries: Int = 1, backoff: Duration = .milliseconds(100)) {
+            self.timeout = timeout
+            self.retries = retries
+            self.backoff = backoff
+        }
+    }
+
+    public let name: String
+    public let base: BaseURL
+    public let policy: Policy
+    let client: UpstreamClient
+
+    public init(name: String, base: BaseURL, policy: Policy = .init(), client: UpstreamClient) {
+        self.name = name
+        self.base = base
+        self.policy = policy
+        self.client = client
+    }
+
+    /// GET `path` (percent-encoded, with any query) and parse the 2xx body as JSON; fails
+    /// with a ``ResourceError`` naming this upstream and the path. Cancelling cancels the
+    /// call in flight (or the wait before a retry).
+    ///
+    /// ```
+    /// request(1) ──▶ GET ──▶ 503 ──backoff──▶ GET ──▶ 200 {…} ──▶ JSON ─|
+    /// ```
+    public func json(_ path: String) -> FetchJSON {
+        FetchJSON(upstream: self, path: path)
+    }
+
+    /// See ``Upstream/json(_:)``.
+    public struct FetchJSON: Publisher {
+        public typealias Output = JSON
+        public typealias Failure = ResourceError
+
+        let upstream: Upstream
+        public let path: String
+
+        public func receive<Downstream: Subscriber>(subscriber: Downstream)
+        where Downstream.Input == JSON, Downstream.Failure == ResourceError {
+            subscriber.receive(subscription: FetchSubscription(upstream: upstream, path: path, downstream: subscriber))
+        }
+    }
+}
+
+/// One JSON fetch: attempts, backoff between them, and cancellation of whichever is current.
+private final class FetchSubscription<Downstream: Subscriber>: Subscription
+where Downstream.Input == JSON, Downstream.Failure == ResourceError {
+    private let upstream: Upstream
+    private let path: String
+    private var downstream: Downstream?
+    private var started = false
+    private var attempt = 0
+    private var call: UpstreamCall?
+    private var backoff: LoopTimer?
+
+    init(upstream: Upstream, path: String, downstream: Downstream) {
+        self.upstream = upstream
+        self.path = path
+        self.downstream = downstream
+    }
+
+    func request(_ demand: Subscribers.Demand) {
+        guard demand > 0, !started, downstream != nil else { return }
+        started = true
+        send()
+    }
+
+    func cancel() {
+        downstream = nil
+        call?.cancel()
+        call = nil
+        backoff = nil
+    }
+
+    private func send() {
+        let request = UpstreamRequest(
+            base: upstream.base, path: path, headers: [("Accept", "application/json")], timeout: upstream.policy.timeout)
+        call = upstream.client.execute(request) { [self] result in
+            call = nil
+            switch result {
+            case .success(let response): received(response)
+            case .failure(let error): failed(ResourceError(error, upstream: upstream.name, path: path), retryable: error.kind != .timeout)
+            }
+        }
+    }
+
+    private func received(_ response: UpstreamResponse) {
+        guard (200..<300).contains(response.status) else {
+            let error = ResourceError(
+                code: .upstreamStatus, upstream: upstream.name, path: path,
+                message: "upstream \(upstream.name): GET \(path) answered \(response.status)")
+            failed(error, retryable: [502, 503, 504].contains(response.status))
+            return
+        }
+        do {
+            let document = try JSON(parsing: response.body)
+            guard let downstream else { return }
+            self.downstream = nil
+            _ = downstream.receive(document)
+            downstream.receive(completion: .finished)
+        } catch {
+            failed(ResourceError(
+                code: .upstreamMalformed, upstream: upstream.name, path: path,
+                message: "upstream \(upstream.name): GET \(path) returned malformed JSON (\(error))"), retryable: false)
+        }
+    }
+
+    private func failed(_ error: ResourceError, retryable: Bool) {
+        guard downstream != nil else { return }
+        if retryable && attempt < upstream.policy.retries {
+            let delay = upstream.policy.backoff * (1 << min(attempt, 16))
+            attempt += 1
+            let timer = LoopTimer(loop: upstream.client.loop) { [weak self] in
+                self?.backoff = nil
+                self?.send()
+            }
+            timer.schedule(after: delay)
+            backoff = timer
+            return
+        }
+        let downstream = self.downstream
+        self.downstream = nil
+        downstream?.receive(completion: .failure(error))
+    }
+}

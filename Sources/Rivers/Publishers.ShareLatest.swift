@@ -1,0 +1,258 @@
+public import OpenCombine
+
+extension Publisher {
+    /// Shares one subscription to this publisher among all subscribers, replaying the latest
+    /// value to each newcomer and keeping, per subscriber, only the latest value it has not
+    /// taken yet. The upstream is subscribed when the first subscriber arrives and cancelled
+    /// when the last one leaves (the latest value is then forgotten).
+    ///
+    ///     upstream:      --a----b--c--d------
+    ///     subscriber 1:  --a----b--c--d------   (demand always there)
+    ///     subscriber 2:         b---------d--   (joins after a; asks again only after d arrived:
+    ///                                           the conflated c is skipped)
+    ///
+    ///     let states = refreshes.scan(LiveState()) { $0.applying($1) }.shareLatest()
+    ///     states.subscribe(fastClient)
+    ///     states.subscribe(slowClient)    // gets the latest state whenever it asks
+    ///
+    /// The upstream is asked for `.unlimited`: it should be a stream of states (each value
+    /// supersedes the previous), not of events that must all be seen.
+    public func shareLatest() -> Publishers.ShareLatest<Self> {
+        Publishers.ShareLatest(upstream: self)
+    }
+}
+
+extension Publishers {
+    /// A reference-counted multicast of the latest value; see ``Publisher/shareLatest()``.
+    ///
+    /// A class, like `share()`: copies of it are the same shared subscription.
+    ///
+    /// Completion (and failure) reaches every subscriber at once, dropping values they had not
+    /// taken yet; a later subscriber then starts a new upstream subscription.
+    public final class ShareLatest<Upstream: Publisher>: Publisher {
+        /// The type of the values this publisher emits.
+        public typealias Output = Upstream.Output
+        /// The type of the error this publisher may fail with.
+        public typealias Failure = Upstream.Failure
+
+        /// The shared publisher.
+        public let upstream: Upstream
+
+        private let lock = Lock()
+        private var members: [ObjectIdentifier: any ShareLatestMember<Output, Failure>] = [:]
+        private var connection: Connection?
+        private var latest: Output?
+
+        /// Creates a shared publisher of `upstream`'s latest value.
+        ///
+        ///     let shared = Publishers.ShareLatest(upstream: states)
+        public init(upstream: Upstream) {
+            self.upstream = upstream
+        }
+
+        /// Subscribers now attached.
+        public var subscriberCount: Int {
+            lock.lock()
+            defer { lock.unlock() }
+            return members.count
+        }
+
+        /// Attaches `subscriber`; called by `subscribe(_:)`, not directly.
+        ///
+        ///     shared.subscribe(subscriber) // calls receive(subscriber:)
+        public func receive<Downstream: Subscriber>(subscriber: Downstream)
+            where Downstream.Input == Output, Downstream.Failure == Failure
+        {
+            let member = Member(parent: self, downstream: subscriber)
+            lock.lock()
+            member.pending = latest
+            members[ObjectIdentifier(member)] = member
+            let newConnection: Connection?
+            if connection == nil {
+                newConnection = Connection(parent: self)
+                connection = newConnection
+            } else {
+                newConnection = nil
+            }
+            lock.unlock()
+            subscriber.receive(subscription: member)
+            if let newConnection { upstream.subscribe(newConnection) }
+        }
+
+        // MARK: - From the upstream
+
+        fileprivate func receive(_ value: Output, from source: Connection) {
+            lock.lock()
+            guard connection === source else {
+                lock.unlock()
+                return
+            }
+            latest = value
+            let current = Array(members.values)
+            lock.unlock()
+            for member in current { member.offer(value) }
+        }
+
+        fileprivate func receive(completion: Subscribers.Completion<Failure>, from source: Connection) {
+            lock.lock()
+            guard connection === source else {
+                lock.unlock()
+                return
+            }
+            connection = nil
+            latest = nil
+            let current = Array(members.values)
+            members.removeAll()
+            lock.unlock()
+            for member in current { member.complete(completion) }
+        }
+
+        // MARK: - From a subscriber
+
+        fileprivate func remove(_ member: AnyObject) {
+            lock.lock()
+            guard members.removeValue(forKey: ObjectIdentifier(member)) != nil else {
+                lock.unlock()
+                return
+            }
+            let lastConnection = members.isEmpty ? connection : nil
+            if lastConnection != nil {
+                connection = nil
+                latest = nil
+            }
+            lock.unlock()
+            lastConnection?.cancel()
+        }
+
+        // MARK: - Subscriptions
+
+        /// The one subscription to the upstream.
+        fileprivate final class Connection: Subscriber {
+            typealias Input = Output
+            typealias Failure = Upstream.Failure
+
+            private let lock = Lock()
+            private weak var parent: ShareLatest?
+            private var subscription: (any Subscription)?
+            private var cancelled = false
+
+            init(parent: ShareLatest) {
+                self.parent = parent
+            }
+
+            func receive(subscription: any Subscription) {
+                lock.lock()
+                guard !cancelled, self.subscription == nil else {
+                    lock.unlock()
+                    subscription.cancel()
+                    return
+                }
+                self.subscription = subscription
+                lock.unlock()
+                subscription.request(.unlimited)
+            }
+
+            func receive(_ input: Output) -> Subscribers.Demand {
+                parent?.receive(input, from: self)
+                return .none
+            }
+
+            func receive(completion: Subscribers.Completion<Failure>) {
+                parent?.receive(completion: completion, from: self)
+            }
+
+            func cancel() {
+                lock.lock()
+                cancelled = true
+                let subscription = self.subscription
+                self.subscription = nil
+                lock.unlock()
+                subscription?.cancel()
+            }
+        }
+
+        /// One subscriber: its outstanding demand and the latest value it has not taken.
+        fileprivate final class Member<Downstream: Subscriber>: Subscription, ShareLatestMember
+            where Downstream.Input == Output, Downstream.Failure == Failure
+        {
+            private let lock = Lock()
+            private var parent: ShareLatest?
+            private var downstream: Downstream?
+            private var demand = Subscribers.Demand.none
+            fileprivate var pending: Output?
+            private var delivering = false
+
+            init(parent: ShareLatest, downstream: Downstream) {
+                self.parent = parent
+                self.downstream = downstream
+            }
+
+            func request(_ demand: Subscribers.Demand) {
+                lock.lock()
+                self.demand += demand
+                lock.unlock()
+                deliver()
+            }
+
+            func cancel() {
+                lock.lock()
+                let parent = self.parent
+                self.parent = nil
+                downstream = nil
+                pending = nil
+                lock.unlock()
+                parent?.remove(self)
+            }
+
+            func offer(_ value: Output) {
+                lock.lock()
+                guard downstream != nil else {
+                    lock.unlock()
+                    return
+                }
+                pending = value
+                lock.unlock()
+                deliver()
+            }
+
+            func complete(_ completion: Subscribers.Completion<Failure>) {
+                lock.lock()
+                let downstream = self.downstream
+                self.downstream = nil
+                parent = nil
+                pending = nil
+                lock.unlock()
+                downstream?.receive(completion: completion)
+            }
+
+            /// Hands the pending value downstream while there is demand; one drainer at a
+            /// time (a reentrant request from inside `receive` is picked up by the loop).
+            private func deliver() {
+                lock.lock()
+                guard !delivering else {
+                    lock.unlock()
+                    return
+                }
+                delivering = true
+                while let downstream, demand > 0, let value = pending {
+                    pending = nil
+                    demand -= 1
+                    lock.unlock()
+                    let more = downstream.receive(value)
+                    lock.lock()
+                    demand += more
+                }
+                delivering = false
+                lock.unlock()
+            }
+        }
+    }
+}
+
+/// A subscriber of a ``Publishers/ShareLatest``, whatever its type.
+private protocol ShareLatestMember<Output, Failure>: AnyObject {
+    associatedtype Output
+    associatedtype Failure: Error
+    func offer(_ value: Output)
+    func complete(_ completion: Subscribers.Completion<Failure>)
+}

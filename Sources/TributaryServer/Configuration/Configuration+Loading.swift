@@ -1,0 +1,175 @@
+import Aggregation
+import Libevent
+
+extension Configuration {
+    /// What the command line says, on top of the file and the environment.
+    public struct Overrides: Sendable {
+        public var listen: String?
+        public var workers: Int?
+        public var logLevel: String?
+        /// `NAME=URL` pairs from `--upstream`.
+        public var upstreams: [String] = []
+
+        public init(listen: String? = nil, workers: Int? = nil, logLevel: String? = nil, upstreams: [String] = []) {
+            self.listen = listen
+            self.workers = workers
+            self.logLevel = logLevel
+            self.upstreams = upstreams
+        }
+    }
+
+    /// The configuration from `yaml` (the text of `file`), then `environment` (`TRIBUTARY_*`),
+    /// then `overrides`; validated as a whole.
+    public static func load(
+        yaml: String, file: String, environment: [String: String] = [:], overrides: Overrides = .init()
+    ) throws(ConfigurationError) -> Configuration {
+        var configuration = try Configuration(yaml: YAMLSection.root(yaml: yaml, file: file))
+        try configuration.apply(environment: environment)
+        try configuration.apply(overrides)
+        try configuration.validate(file: file)
+        return configuration
+    }
+
+    static let logLevels: Set<String> = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    private init(yaml root: YAMLSection) throws(ConfigurationError) {
+        try root.allowOnly(["server", "sse", "upstreams", "resources"])
+        if let section = try root.section("server") {
+            try section.allowOnly(["listen", "workers", "logLevel", "requestTimeout", "maxHeaderBytes", "maxBodyBytes"])
+            if let text = try section.string("listen") {
+                guard let address = ListenAddress(text) else {
+                    throw ConfigurationError(section.location("listen"), "expected HOST:PORT, found \"\(text)\"")
+                }
+                server.listen = address
+            }
+            server.workers = try section.integer("workers", atLeast: 1) ?? server.workers
+            server.logLevel = try section.string("logLevel") ?? server.logLevel
+            server.requestTimeout = try section.duration("requestTimeout") ?? server.requestTimeout
+            server.maxHeaderBytes = try section.integer("maxHeaderBytes", atLeast: 1024) ?? server.maxHeaderBytes
+            server.maxBodyBytes = try section.integer("maxBodyBytes", atLeast: 0) ?? server.maxBodyBytes
+        }
+        if let section = try root.section("sse") {
+            try section.allowOnly(["heartbeat", "retry", "sendBuffer"])
+            sse.heartbeat = try section.duration("heartbeat") ?? sse.heartbeat
+            sse.retry = try section.duration("retry") ?? sse.retry
+            sse.sendBuffer = try section.integer("sendBuffer", atLeast: 4096) ?? sse.sendBuffer
+        }
+        for (name, section) in try root.section("upstreams")?.namedSections() ?? [] {
+            try section.allowOnly(["url", "timeout", "retries", "backoff", "poolSize", "maxResponseBytes"])
+            var upstream = UpstreamSettings(url: try Self.baseURL(try section.requiredString("url"), at: section.location("url")))
+            upstream.policy.timeout = try section.duration("timeout") ?? upstream.policy.timeout
+            upstream.policy.retries = try section.integer("retries", atLeast: 0) ?? upstream.policy.retries
+            upstream.policy.backoff = try section.duration("backoff") ?? upstream.policy.backoff
+            upstream.poolSize = try section.integer("poolSize", atLeast: 1) ?? upstream.poolSize
+            upstream.maxResponseBytes = try section.integer("maxResponseBytes", atLeast: 1024) ?? upstream.maxResponseBytes
+            upstreams[name] = upstream
+        }
+        for (name, section) in try root.section("resources")?.namedSections() ?? [] {
+            resources[name] = try Self.resource(section)
+        }
+    }
+
+    private static func resource(_ section: YAMLSection) throws(ConfigurationError) -> Resource {
+        let kind = try section.requiredString("kind")
+        switch kind {
+        case "list":
+            try section.allowOnly(["kind", "upstream", "list", "details", "concurrency", "refreshInterval", "onItemFailure"])
+            let list = try section.requiredSection("list")
+            try list.allowOnly(["path", "items", "id"])
+            let details = try section.requiredSection("details")
+            try details.allowOnly(["path", "value"])
+            let detailTemplate = try details.requiredString("path")
+            guard let detailPath = PathTemplate(detailTemplate) else {
+                throw ConfigurationError(details.location("path"), "expected a path starting with / holding {id} once, found \"\(detailTemplate)\"")
+            }
+            let listPath = try list.requiredString("path")
+            guard listPath.hasPrefix("/") else { throw ConfigurationError(list.location("path"), "must start with /") }
+            let policyName = try section.string("onItemFailure") ?? ListResource.ItemFailurePolicy.mark.rawValue
+            guard let policy = ListResource.ItemFailurePolicy(rawValue: policyName) else {
+                let known = ListResource.ItemFailurePolicy.allCases.map(\.rawValue).joined(separator: ", ")
+                throw ConfigurationError(section.location("onItemFailure"), "expected one of \(known), found \"\(policyName)\"")
+            }
+            var settings = ListSettings(
+                upstream: try section.requiredString("upstream"),
+                definition: ListResource.Definition(
+                    listPath: listPath, itemsAt: JSONPath(try list.string("items") ?? ""),
+                    idMember: try list.string("id") ?? "id", detailPath: detailPath,
+                    detailAt: JSONPath(try details.string("value") ?? ""),
+                    concurrency: try section.integer("concurrency", atLeast: 1) ?? 16, onItemFailure: policy))
+            settings.refreshInterval = try section.duration("refreshInterval") ?? settings.refreshInterval
+            return .list(settings)
+        default:
+            throw ConfigurationError(section.location("kind"), "unknown resource kind \"\(kind)\" (known: list)")
+        }
+    }
+
+    private static func baseURL(_ text: String, at location: String) throws(ConfigurationError) -> BaseURL {
+        do {
+            return try BaseURL(text)
+        } catch {
+            throw ConfigurationError(location, error.description)
+        }
+    }
+
+    private mutating func apply(environment: [String: String]) throws(ConfigurationError) {
+        if let listen = environment["TRIBUTARY_LISTEN"] {
+            server.listen = try Self.listenAddress(listen, at: "TRIBUTARY_LISTEN")
+        }
+        if let workers = environment["TRIBUTARY_WORKERS"] {
+            guard let count = Int(workers), count >= 1 else {
+                throw ConfigurationError("TRIBUTARY_WORKERS", "expected a whole number ≥ 1, found \"\(workers)\"")
+            }
+            server.workers = count
+        }
+        if let level = environment["TRIBUTARY_LOG_LEVEL"] { server.logLevel = level }
+        let prefix = "TRIBUTARY_UPSTREAM_"
+        for (variable, url) in environment where variable.hasPrefix(prefix) {
+            let upperName = String(variable.dropFirst(prefix.count))
+            guard let name = upstreams.keys.first(where: { $0.uppercased() == upperName }) else {
+                throw ConfigurationError(variable, "no upstream named \(upperName.lowercased()) in the configuration (known: \(upstreams.keys.sorted().joined(separator: ", ")))")
+            }
+            upstreams[name]?.url = try Self.baseURL(url, at: variable)
+        }
+    }
+
+    private mutating func apply(_ overrides: Overrides) throws(ConfigurationError) {
+        if let listen = overrides.listen { server.listen = try Self.listenAddress(listen, at: "--listen") }
+        if let workers = overrides.workers {
+            guard workers >= 1 else { throw ConfigurationError("--workers", "expected a whole number ≥ 1") }
+            server.workers = workers
+        }
+        if let level = overrides.logLevel { server.logLevel = level }
+        for pair in overrides.upstreams {
+            guard let equals = pair.firstIndex(of: "=") else {
+                throw ConfigurationError("--upstream", "expected NAME=URL, found \"\(pair)\"")
+            }
+            let name = String(pair[..<equals])
+            guard upstreams[name] != nil else {
+                throw ConfigurationError("--upstream", "no upstream named \(name) in the configuration (known: \(upstreams.keys.sorted().joined(separator: ", ")))")
+            }
+            upstreams[name]?.url = try Self.baseURL(String(pair[pair.index(after: equals)...]), at: "--upstream \(name)")
+        }
+    }
+
+    private static func listenAddress(_ text: String, at location: String) throws(ConfigurationError) -> ListenAddress {
+        guard let address = ListenAddress(text) else { throw ConfigurationError(location, "expected HOST:PORT, found \"\(text)\"") }
+        return address
+    }
+
+    private func validate(file: String) throws(ConfigurationError) {
+        guard Self.logLevels.contains(server.logLevel) else {
+            throw ConfigurationError("\(file): server.logLevel", "expected one of \(Self.logLevels.sorted().joined(separator: ", ")), found \"\(server.logLevel)\"")
+        }
+        for (name, resource) in resources {
+            switch resource {
+            case .list(let settings):
+                guard upstreams[settings.upstream] != nil else {
+                    throw ConfigurationError("\(file): resources.\(name).upstream", "no upstream named \(settings.upstream) (known: \(upstreams.keys.sorted().joined(separator: ", ")))")
+                }
+            }
+            guard !["streams", "healthz", "metrics"].contains(name) else {
+                throw ConfigurationError("\(file): resources.\(name)", "the name \(name) is reserved for Tributary's own endpoints")
+            }
+        }
+    }
+}

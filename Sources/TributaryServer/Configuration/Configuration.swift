@@ -1,0 +1,104 @@
+public import Aggregation
+public import Libevent
+
+/// Everything Tributary is told: where to listen, which upstreams exist and how to call them,
+/// and which resources to serve from them. Read from `config/tributary.yaml`, then
+/// overridden by environment variables, then by command-line options (see ``load(_:)``);
+/// every key, its default and its override are listed in README.md, section Configuration.
+public struct Configuration: Sendable {
+    public var server = Server()
+    public var sse = EventStreams()
+    public var upstreams: [String: UpstreamSettings] = [:]
+    public var resources: [String: Resource] = [:]
+
+    public init() {}
+
+    /// `server:` — the HTTP server.
+    public struct Server: Sendable, Equatable {
+        /// `listen`, `TRIBUTARY_LISTEN`, `--listen`: `HOST:PORT`.
+        public var listen = ListenAddress(host: "127.0.0.1", port: 8080)
+        /// `workers`, `TRIBUTARY_WORKERS`, `--workers`: event loops, one thread each.
+        public var workers = 1
+        /// `logLevel`, `TRIBUTARY_LOG_LEVEL`, `--log-level`.
+        public var logLevel = "info"
+        /// `requestTimeout`: how long a client may take to send a request.
+        public var requestTimeout: Duration = .seconds(60)
+        /// `maxHeaderBytes`: larger request headers get 431.
+        public var maxHeaderBytes = 16 * 1024
+        /// `maxBodyBytes`: larger request bodies get 413.
+        public var maxBodyBytes = 1024 * 1024
+
+        public init() {}
+
+        var limits: HTTPServer.Limits {
+            HTTPServer.Limits(maxHeaderBytes: maxHeaderBytes, maxBodyBytes: maxBodyBytes, timeout: requestTimeout)
+        }
+    }
+
+    /// `sse:` — server-sent event streams.
+    public struct EventStreams: Sendable, Equatable {
+        /// `heartbeat`: a comment line this often keeps proxies from closing quiet streams.
+        public var heartbeat: Duration = .seconds(15)
+        /// `retry`: the reconnection delay sent to clients (the `retry:` field).
+        public var retry: Duration = .seconds(2)
+        /// `sendBuffer`: the kernel send buffer of each stream's socket, in bytes: what a
+        /// client that stops reading can hold, beyond the one event waiting for it.
+        public var sendBuffer = 64 * 1024
+
+        public init() {}
+    }
+
+    /// `upstreams.<name>:` — one upstream API.
+    public struct UpstreamSettings: Sendable, Equatable {
+        /// `url` (required), `TRIBUTARY_UPSTREAM_<NAME>`, `--upstream NAME=URL`.
+        public var url: BaseURL
+        /// `timeout`, `retries`, `backoff`: see ``Upstream/Policy``.
+        public var policy = Upstream.Policy()
+        /// `poolSize`: keep-alive connections per worker.
+        public var poolSize = 64
+        /// `maxResponseBytes`: larger upstream bodies fail the call.
+        public var maxResponseBytes = 8 * 1024 * 1024
+
+        public init(url: BaseURL) {
+            self.url = url
+        }
+    }
+
+    /// `resources.<name>:` — one resource served at `/<name>`.
+    public enum Resource: Sendable, Equatable {
+        /// `kind: list` — a list plus per-item details (``ListResource``).
+        case list(ListSettings)
+    }
+
+    /// A `kind: list` resource.
+    public struct ListSettings: Sendable, Equatable {
+        /// `upstream` (required): the name of an entry in `upstreams`.
+        public var upstream: String
+        /// `list`, `details`, `concurrency`, `onItemFailure`.
+        public var definition: ListResource.Definition
+        /// `refreshInterval`: how often live streams refresh (also on `POST /<name>/reload`).
+        public var refreshInterval: Duration = .seconds(5)
+    }
+}
+
+/// A `HOST:PORT` to listen on (`[::1]:8080` for IPv6).
+public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST:PORT`; nil when malformed.
+    public init?(_ text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { return nil }
+        self.init(host: host, port: port)
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}

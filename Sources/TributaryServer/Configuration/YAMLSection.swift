@@ -1,0 +1,90 @@
+import Yams
+
+/// One mapping of the YAML configuration, read with its key path so every problem names
+/// the exact key: `config/tributary.yaml: upstreams.tasks.poolSize: expected a whole number ≥ 1, found "many"`.
+struct YAMLSection {
+    let mapping: Node.Mapping
+    /// The key path of this mapping, e.g. `resources.groups` (empty at the top).
+    let path: String
+    /// The file, for messages.
+    let file: String
+
+    static func root(yaml: String, file: String) throws(ConfigurationError) -> YAMLSection {
+        let node: Node?
+        do {
+            node = try Yams.compose(yaml: yaml)
+        } catch {
+            throw ConfigurationError(file, "not valid YAML: \(error)")
+        }
+        guard let node else { return YAMLSection(mapping: [:], path: "", file: file) }
+        guard case .mapping(let mapping) = node else { throw ConfigurationError(file, "the top level must be a mapping of keys") }
+        return YAMLSection(mapping: mapping, path: "", file: file)
+    }
+
+    func location(_ key: String) -> String {
+        "\(file): " + (path.isEmpty ? key : "\(path).\(key)")
+    }
+
+    /// Fails on keys this section does not know (a typo must not be silently ignored).
+    func allowOnly(_ keys: Set<String>) throws(ConfigurationError) {
+        for key in mapping.keys {
+            let name = key.string ?? "\(key)"
+            guard keys.contains(name) else {
+                throw ConfigurationError(location(name), "unknown key (known here: \(keys.sorted().joined(separator: ", ")))")
+            }
+        }
+    }
+
+    private func scalar(_ key: String) throws(ConfigurationError) -> String? {
+        guard let node = mapping[key] else { return nil }
+        guard case .scalar(let scalar) = node else { throw ConfigurationError(location(key), "expected a single value") }
+        return scalar.string
+    }
+
+    func string(_ key: String) throws(ConfigurationError) -> String? {
+        try scalar(key)
+    }
+
+    func requiredString(_ key: String) throws(ConfigurationError) -> String {
+        guard let value = try scalar(key), !value.isEmpty else { throw ConfigurationError(location(key), "required") }
+        return value
+    }
+
+    func integer(_ key: String, atLeast minimum: Int) throws(ConfigurationError) -> Int? {
+        guard let text = try scalar(key) else { return nil }
+        guard let value = Int(text), value >= minimum else {
+            throw ConfigurationError(location(key), "expected a whole number ≥ \(minimum), found \"\(text)\"")
+        }
+        return value
+    }
+
+    func duration(_ key: String) throws(ConfigurationError) -> Duration? {
+        guard let text = try scalar(key) else { return nil }
+        guard let value = ConfigDuration.parse(text) else {
+            throw ConfigurationError(location(key), "expected a duration such as 250ms, 5s or 1m, found \"\(text)\"")
+        }
+        return value
+    }
+
+    func section(_ key: String) throws(ConfigurationError) -> YAMLSection? {
+        guard let node = mapping[key] else { return nil }
+        guard case .mapping(let child) = node else { throw ConfigurationError(location(key), "expected a mapping of keys") }
+        return YAMLSection(mapping: child, path: path.isEmpty ? key : "\(path).\(key)", file: file)
+    }
+
+    func requiredSection(_ key: String) throws(ConfigurationError) -> YAMLSection {
+        guard let section = try section(key) else { throw ConfigurationError(location(key), "required") }
+        return section
+    }
+
+    /// The entries of a mapping of named sections, e.g. `upstreams`, in file order.
+    func namedSections() throws(ConfigurationError) -> [(name: String, section: YAMLSection)] {
+        var result: [(name: String, section: YAMLSection)] = []
+        for key in mapping.keys {
+            let name = key.string ?? "\(key)"
+            guard let section = try section(name) else { continue }
+            result.append((name, section))
+        }
+        return result
+    }
+}

@@ -1,0 +1,61 @@
+public import Libevent
+import Aggregation
+import Glibc
+
+/// The built-in demo upstream: one HTTP server serving all three upstream APIs of the
+/// default configuration (`tasks`, `media`, `search`) with data that changes over time, so
+/// `tributary demo` shows live updates with nothing else to start.
+///
+/// | path | answer |
+/// |---|---|
+/// | `GET /groups` | `{"result":[{"id","name"}]}` |
+/// | `GET /groups/{id}/metadata` | `{"result":{"taskCount","lastUpdated"}}` (changes every few seconds) |
+/// | `GET /topics` | `{"result":[{"id","title"}]}` |
+/// | `GET /topics/{id}/medias?page=N` | `{"result":[{"id","title"}],"next":"N+1"\|null}` |
+/// | `GET /search/repositories?q=…` | `{"items":[{"id","name","fullName","description","stargazersCount"}]}` |
+public final class DemoUpstream {
+    private let server: HTTPServer
+    private var router = Router<(ServerRequest) -> Void>()
+
+    public init(loop: EventLoop) throws {
+        server = try HTTPServer(loop: loop) { _ in }
+        router.add(.get, "/groups") { $0.respond(json: DemoData.groups) }
+        router.add(.get, "/groups/{id}/metadata") { request in
+            guard let index = DemoData.groupNames.firstIndex(where: { DemoData.id(for: $0) == request.parameters["id"] }) else {
+                return request.respond(.notFound("no group \(request.parameters["id"] ?? "")"))
+            }
+            request.respond(json: DemoData.metadata(groupIndex: index, now: Int64(time(nil))))
+        }
+        router.add(.get, "/topics") { $0.respond(json: DemoData.topics) }
+        router.add(.get, "/topics/{id}/medias") { request in
+            guard let index = DemoData.topicTitles.firstIndex(where: { DemoData.slug($0) == request.parameters["id"] }) else {
+                return request.respond(.notFound("no topic \(request.parameters["id"] ?? "")"))
+            }
+            let page = request.queryParameters["page"].flatMap(Int.init) ?? 1
+            guard (1...DemoData.pagesPerTopic).contains(page) else { return request.respond(.badRequest("no page \(page)")) }
+            request.respond(json: DemoData.medias(topicIndex: index, page: page))
+        }
+        router.add(.get, "/search/repositories") { request in
+            request.respond(json: DemoData.search(request.queryParameters["q"] ?? ""))
+        }
+        server.handler = { [unowned self] request in
+            guard case .found(let handle, let parameters) = router.match(request.method, path: request.path) else {
+                return request.respond(.notFound("the demo upstream has nothing at \(request.path)"))
+            }
+            request.parameters = parameters
+            handle(request)
+        }
+    }
+
+    /// Listens on `address`; returns the bound port.
+    @discardableResult
+    public func bind(_ address: ListenAddress) throws -> UInt16 {
+        try server.bind(host: address.host, port: address.port)
+    }
+}
+
+extension ServerRequest {
+    func respond(json document: JSON) {
+        respond(status: 200, headers: [("Content-Type", "application/json")], body: document.serialized)
+    }
+}

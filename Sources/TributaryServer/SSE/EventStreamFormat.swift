@@ -1,0 +1,36 @@
+/// The `text/event-stream` wire format (WHATWG HTML §9.2): fields, events, comments.
+enum EventStreamFormat {
+    /// The headers of every event stream: no caching, no proxy buffering.
+    static let headers: [(String, String)] = [
+        ("Content-Type", "text/event-stream"),
+        ("Cache-Control", "no-cache"),
+        ("X-Accel-Buffering", "no"),
+    ]
+
+    /// `retry: <ms>` — how long the client waits before reconnecting.
+    static func retry(_ delay: Duration) -> [UInt8] {
+        let (seconds, attoseconds) = delay.components
+        return Array("retry: \(seconds * 1000 + attoseconds / 1_000_000_000_000_000)\n".utf8)
+    }
+
+    /// One event. `data` may hold line breaks: each line becomes its own `data:` field,
+    /// which the client joins back with `\n`.
+    static func event(_ name: String, id: String? = nil, data: [UInt8]) -> [UInt8] {
+        var frame = Array("event: \(name)\n".utf8)
+        if let id { frame += Array("id: \(id)\n".utf8) }
+        frame.reserveCapacity(frame.count + data.count + 16)
+        var lineStart = 0
+        for (index, byte) in data.enumerated() where byte == 0x0A || byte == 0x0D {
+            frame += Array("data: ".utf8) + data[lineStart..<index] + [0x0A]
+            lineStart = index + 1
+        }
+        if lineStart <= data.count {
+            frame += Array("data: ".utf8) + data[lineStart...] + [0x0A]
+        }
+        frame.append(0x0A)
+        return frame
+    }
+
+    /// A comment line: ignored by clients, keeps the connection visibly alive.
+    static let heartbeat = Array(": heartbeat\n\n".utf8)
+}

@@ -1,0 +1,30 @@
+/// The id of one live stream: 128 random bits as 32 lowercase hex digits, unguessable, so
+/// knowing a stream's id is what entitles a client to poke its triggers and inputs.
+public struct StreamID: Hashable, Sendable, CustomStringConvertible {
+    public let description: String
+
+    /// A fresh id from the system's cryptographic random source.
+    public static func random() -> StreamID {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        return StreamID(description: hex(high) + hex(low))
+    }
+
+    /// The id in `text`, if it has the shape of one (anything else cannot name a stream).
+    public init?(_ text: String) {
+        guard text.utf8.count == 32, text.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            return nil
+        }
+        description = text
+    }
+
+    private init(description: String) {
+        self.description = description
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}

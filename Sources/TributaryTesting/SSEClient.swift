@@ -1,0 +1,158 @@
+/// One server-sent event as a browser's `EventSource` would dispatch it.
+public struct ServerSentEvent: Sendable, Equatable {
+    public var type: String
+    public var data: String
+    /// The `id` field of this event, if it had one.
+    public var id: String?
+}
+
+/// Parses `text/event-stream` per the WHATWG HTML standard (§9.2.6): lines end in CRLF, LF
+/// or CR; `event`, `data` (lines joined by LF), `id`, `retry`; `:` starts a comment; a blank
+/// line dispatches (nothing when there is no data).
+public struct SSEParser: Sendable {
+    public private(set) var retry: Int?
+    public private(set) var comments: [String] = []
+    /// The order fields and events came in: "retry", "comment", "event".
+    public private(set) var log: [String] = []
+    private var pending: [UInt8] = []
+    private var skipLineFeed = false
+    private var type = ""
+    private var data: [String] = []
+    private var id: String?
+
+    public init() {}
+
+    /// Feeds bytes; returns the events they completed.
+    public mutating func feed(_ bytes: [UInt8]) -> [ServerSentEvent] {
+        var events: [ServerSentEvent] = []
+        for byte in bytes {
+            if skipLineFeed {
+                skipLineFeed = false
+                if byte == 0x0A { continue }
+            }
+            if byte == 0x0A || byte == 0x0D {
+                skipLineFeed = byte == 0x0D
+                if let event = line(String(decoding: pending, as: UTF8.self)) { events.append(event) }
+                pending.removeAll(keepingCapacity: true)
+            } else {
+                pending.append(byte)
+            }
+        }
+        return events
+    }
+
+    private mutating func line(_ line: String) -> ServerSentEvent? {
+        if line.isEmpty { return dispatch() }
+        if line.hasPrefix(":") {
+            comments.append(String(line.dropFirst()))
+            log.append("comment")
+            return nil
+        }
+        let name: Substring
+        var value: Substring
+        if let colon = line.firstIndex(of: ":") {
+            name = line[..<colon]
+            value = line[line.index(after: colon)...]
+            if value.hasPrefix(" ") { value = value.dropFirst() }
+        } else {
+            name = line[...]
+            value = ""
+        }
+        switch name {
+        case "event": type = String(value)
+        case "data": data.append(String(value))
+        case "id": if !value.contains("\0") { id = String(value) }
+        case "retry":
+            if let milliseconds = Int(value) {
+                retry = milliseconds
+                log.append("retry")
+            }
+        default: break
+        }
+        return nil
+    }
+
+    private mutating func dispatch() -> ServerSentEvent? {
+        defer {
+            type = ""
+            data = []
+            id = nil
+        }
+        guard !data.isEmpty else { return nil }
+        log.append("event")
+        return ServerSentEvent(type: type.isEmpty ? "message" : type, data: data.joined(separator: "\n"), id: id)
+    }
+}
+
+/// A `GET` with `Accept: text/event-stream` over a ``TestConnection``, read as events.
+///
+/// ```swift
+/// let stream = try SSEClient(port: port, path: "/groups")
+/// let announcement = try stream.next()          // event: stream
+/// let snapshot = try stream.next(type: "snapshot")
+/// ```
+public final class SSEClient {
+    public let connection: TestConnection
+    public let head: TestResponse
+    public private(set) var parser = SSEParser()
+    private var queue: [ServerSentEvent] = []
+    private let chunked: Bool
+
+    public init(
+        port: UInt16, path: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10), receiveBuffer: Int? = nil
+    ) throws {
+        connection = try TestConnection(port: port, timeout: timeout, receiveBuffer: receiveBuffer)
+        try connection.sendRequest("GET", path, headers: [("Accept", "text/event-stream")] + headers)
+        head = try connection.readHead()
+        chunked = head.header("Transfer-Encoding")?.lowercased().contains("chunked") == true
+    }
+
+    /// The next event (of `type`, if given: others on the way are skipped); throws on timeout
+    /// or when the stream ends.
+    public func next(type: String? = nil) throws -> ServerSentEvent {
+        while true {
+            while !queue.isEmpty {
+                let event = queue.removeFirst()
+                if type == nil || event.type == type { return event }
+            }
+            let bytes: [UInt8]
+            if chunked {
+                guard let chunk = try connection.readChunk() else { throw TestClientError.closed(received: []) }
+                bytes = chunk
+            } else {
+                bytes = try connection.readAvailable()
+            }
+            queue += parser.feed(bytes)
+        }
+    }
+
+    /// Reads until a comment line arrives; returns it (without the leading `:`).
+    public func nextComment() throws -> String {
+        let seen = parser.comments.count
+        while parser.comments.count == seen {
+            let bytes = chunked ? try connection.readChunk() : try connection.readAvailable()
+            guard let bytes else { throw TestClientError.closed(received: []) }
+            queue += parser.feed(bytes)
+        }
+        return parser.comments[seen]
+    }
+
+    /// Reads until the server ends the stream; the events that came before the end.
+    public func readToEnd() throws -> [ServerSentEvent] {
+        var events = queue
+        queue = []
+        while let chunk = try connection.readChunk() { events += parser.feed(chunk) }
+        return events
+    }
+
+    public func close() { connection.close() }
+}
+
+extension TestConnection {
+    /// Whatever bytes are buffered or arrive next; throws at EOF or timeout.
+    func readAvailable() throws -> [UInt8] {
+        if !bufferedBytes.isEmpty { return takeBuffered() }
+        guard try fill() else { throw TestClientError.closed(received: []) }
+        return takeBuffered()
+    }
+}

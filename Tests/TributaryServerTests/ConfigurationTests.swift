@@ -1,0 +1,98 @@
+import Foundation
+import Libevent
+import Testing
+import TributaryServer
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    static let shipped: String = {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return try! String(contentsOf: root.appendingPathComponent("config/tributary.yaml"), encoding: .utf8)
+    }()
+
+    private func problem(_ yaml: String, environment: [String: String] = [:], overrides: Configuration.Overrides = .init()) -> String? {
+        do {
+            _ = try Configuration.load(yaml: yaml, file: "t.yaml", environment: environment, overrides: overrides)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test("the shipped configuration declares the three upstreams and the groups resource")
+    func shippedConfiguration() throws {
+        let configuration = try Configuration.load(yaml: Self.shipped, file: "config/tributary.yaml")
+        #expect(Set(configuration.upstreams.keys) == ["tasks", "media", "search"])
+        #expect(configuration.server.listen == ListenAddress(host: "127.0.0.1", port: 8080))
+        guard case .list(let groups) = configuration.resources["groups"] else {
+            Issue.record("no groups resource")
+            return
+        }
+        #expect(groups.upstream == "tasks")
+        #expect(groups.definition.detailPath.description == "/groups/{id}/metadata")
+    }
+
+    @Test("the command line beats the environment, which beats the file")
+    func layering() throws {
+        let environment = ["TRIBUTARY_LISTEN": "127.0.0.1:9000", "TRIBUTARY_UPSTREAM_TASKS": "http://10.0.0.1:1", "TRIBUTARY_WORKERS": "2"]
+        let fromEnvironment = try Configuration.load(yaml: Self.shipped, file: "f", environment: environment)
+        #expect(fromEnvironment.server.listen.port == 9000)
+        #expect(fromEnvironment.upstreams["tasks"]?.url.description == "http://10.0.0.1:1")
+        #expect(fromEnvironment.server.workers == 2)
+        let fromCommandLine = try Configuration.load(
+            yaml: Self.shipped, file: "f", environment: environment,
+            overrides: .init(listen: "[::1]:9001", upstreams: ["tasks=https://tasks.example:8443/api", "search=http://s:2"]))
+        #expect(fromCommandLine.server.listen == ListenAddress(host: "::1", port: 9001))
+        #expect(fromCommandLine.upstreams["tasks"]?.url.description == "https://tasks.example:8443/api")
+        #expect(fromCommandLine.upstreams["search"]?.url.description == "http://s:2")
+        #expect(fromCommandLine.upstreams["media"]?.url.description == "http://127.0.0.1:8081")
+    }
+
+    @Test("every mistake names its key", arguments: [
+        ("upstreams:\n  tasks:\n    url: ftp://x\n", "t.yaml: upstreams.tasks.url: \"ftp://x\" must start with http:// or https://"),
+        ("upstreams:\n  tasks:\n    timeout: 5s\n", "t.yaml: upstreams.tasks.url: required"),
+        ("upstreams:\n  tasks:\n    url: http://x\n    poolSize: many\n", "t.yaml: upstreams.tasks.poolSize: expected a whole number ≥ 1, found \"many\""),
+        ("upstreams:\n  tasks:\n    url: http://x\n    timeout: soon\n", "t.yaml: upstreams.tasks.timeout: expected a duration such as 250ms, 5s or 1m, found \"soon\""),
+        ("server:\n  lisen: 1.2.3.4:5\n", "t.yaml: server.lisen: unknown key"),
+        ("server:\n  listen: nowhere\n", "t.yaml: server.listen: expected HOST:PORT, found \"nowhere\""),
+        ("server:\n  logLevel: loud\n", "t.yaml: server.logLevel: expected one of"),
+        ("resources:\n  groups:\n    kind: list\n    upstream: nope\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.groups.upstream: no upstream named nope"),
+        ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: /g/x}\n", "t.yaml: resources.groups.details.path: expected a path starting with / holding {id} once"),
+        ("resources:\n  groups:\n    kind: tree\n", "t.yaml: resources.groups.kind: unknown resource kind \"tree\""),
+        ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n    concurrency: 0\n", "t.yaml: resources.groups.concurrency: expected a whole number ≥ 1, found \"0\""),
+        ("[1, 2]", "t.yaml: the top level must be a mapping of keys"),
+        ("a: [", "t.yaml: not valid YAML"),
+    ])
+    func namesTheKey(_ yaml: String, _ expected: String) {
+        let message = problem(yaml)
+        #expect(message?.hasPrefix(expected) == true, "got \(message ?? "no error")")
+    }
+
+    @Test("overrides that name unknown upstreams or malformed values are refused")
+    func badOverrides() {
+        #expect(problem(Self.shipped, overrides: .init(upstreams: ["nope=http://x"]))?.hasPrefix("--upstream: no upstream named nope") == true)
+        #expect(problem(Self.shipped, overrides: .init(upstreams: ["tasks"]))?.hasPrefix("--upstream: expected NAME=URL") == true)
+        #expect(problem(Self.shipped, environment: ["TRIBUTARY_UPSTREAM_NOPE": "http://x"])?.hasPrefix("TRIBUTARY_UPSTREAM_NOPE: no upstream named nope") == true)
+        #expect(problem(Self.shipped, environment: ["TRIBUTARY_LISTEN": "x"])?.hasPrefix("TRIBUTARY_LISTEN: expected HOST:PORT") == true)
+        #expect(problem(Self.shipped, environment: ["TRIBUTARY_WORKERS": "0"])?.hasPrefix("TRIBUTARY_WORKERS: expected a whole number") == true)
+    }
+
+    @Test("the binary refuses an invalid configuration with the key in its message and a non-zero exit")
+    func binaryRefusesInvalidConfiguration() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-bad-\(UUID().uuidString).yaml")
+        try Self.shipped.replacingOccurrences(of: "concurrency: 16", with: "concurrency: lots").write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tributary")
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--config", file.path, "--listen", "127.0.0.1:0"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(output.contains("resources.groups.concurrency: expected a whole number ≥ 1, found \"lots\""), "\(output)")
+    }
+}

@@ -1,0 +1,80 @@
+import Libevent
+import Logging
+import TributaryServer
+import TributaryTesting
+
+/// A Tributary worker on a loop thread of its own, configured from YAML, listening on a
+/// free loopback port: the service as clients see it.
+final class ServiceHarness: Sendable {
+    let port: UInt16
+    let thread: LoopThread
+    private let worker: LoopBound<Worker>
+
+    /// The default groups configuration against `upstream`, with `extra` YAML appended under
+    /// the groups resource (e.g. `concurrency: 4`) and `sse` settings.
+    static func groupsYAML(upstream: String, groups extra: String = "", heartbeat: String = "15s", timeout: String = "2s") -> String {
+        """
+        sse:
+          heartbeat: \(heartbeat)
+          retry: 1500ms
+        upstreams:
+          tasks:
+            url: \(upstream)
+            timeout: \(timeout)
+            retries: 0
+          media:
+            url: \(upstream)
+          search:
+            url: \(upstream)
+        resources:
+          groups:
+            kind: list
+            upstream: tasks
+            list: {path: /groups, items: result, id: id}
+            details: {path: "/groups/{id}/metadata", value: result}
+            refreshInterval: 1h
+        \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+        """
+    }
+
+    init(yaml: String) async throws {
+        var configuration = try Configuration.load(yaml: yaml, file: "test.yaml")
+        configuration.server.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        let thread = try LoopThread()
+        let (port, worker) = try await thread.run { [configuration] loop in
+            var logger = Logger(label: "test")
+            logger.logLevel = .critical
+            let worker = try Worker(configuration: configuration, loop: loop, logger: logger)
+            return (try worker.bind(), LoopBound(worker, loop: loop))
+        }
+        self.port = port
+        self.thread = thread
+        self.worker = worker
+    }
+
+    func get(_ path: String, headers: [(String, String)] = []) throws -> TestResponse {
+        try TestHTTP.get(port: port, path, headers: headers)
+    }
+
+    func post(_ path: String) throws -> TestResponse {
+        try TestHTTP.request(port: port, "POST", path)
+    }
+
+    func events(_ path: String, headers: [(String, String)] = [], receiveBuffer: Int? = nil) throws -> SSEClient {
+        try SSEClient(port: port, path: path, headers: headers, receiveBuffer: receiveBuffer)
+    }
+
+    func stop() async {
+        let worker = self.worker
+        await thread.stop { worker.release() }
+    }
+}
+
+extension TestResponse {
+    /// The `{"error":{"code","message"}}` of a JSON error response.
+    var error: (code: String, message: String)? {
+        guard let document = try? json() as? [String: Any], let error = document["error"] as? [String: Any],
+              let code = error["code"] as? String, let message = error["message"] as? String else { return nil }
+        return (code, message)
+    }
+}
