@@ -36,8 +36,15 @@ public final class Worker {
                 let live = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot)
                 liveResources[name] = live
                 ListResourceRoutes(resource: list, live: live, streams: streams).register(in: &router)
+            case .pages(let settings):
+                let pages = PagedListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
+                PagedListRoutes(resource: pages, argument: settings.loadMoreArgument, streams: streams).register(in: &router)
+            case .search(let settings):
+                let search = SearchResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
+                SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop)).register(in: &router)
             }
         }
+        StreamControlRoutes(streams: streams).register(in: &router)
         router.add(.get, "/healthz") { request in request.respond(status: 200, json: #"{"status":"ok"}"#) }
         server.handler = { [unowned self] request in route(request) }
     }

@@ -78,12 +78,8 @@ extension Configuration {
             try list.allowOnly(["path", "items", "id"])
             let details = try section.requiredSection("details")
             try details.allowOnly(["path", "value"])
-            let detailTemplate = try details.requiredString("path")
-            guard let detailPath = PathTemplate(detailTemplate) else {
-                throw ConfigurationError(details.location("path"), "expected a path starting with / holding {id} once, found \"\(detailTemplate)\"")
-            }
-            let listPath = try list.requiredString("path")
-            guard listPath.hasPrefix("/") else { throw ConfigurationError(list.location("path"), "must start with /") }
+            let detailPath = try template(details, "path")
+            let listPath = try path(list, "path")
             let policyName = try section.string("onItemFailure") ?? ListResource.ItemFailurePolicy.mark.rawValue
             guard let policy = ListResource.ItemFailurePolicy(rawValue: policyName) else {
                 let known = ListResource.ItemFailurePolicy.allCases.map(\.rawValue).joined(separator: ", ")
@@ -98,9 +94,52 @@ extension Configuration {
                     concurrency: try section.integer("concurrency", atLeast: 1) ?? 16, onItemFailure: policy))
             settings.refreshInterval = try section.duration("refreshInterval") ?? settings.refreshInterval
             return .list(settings)
+        case "pages":
+            try section.allowOnly(["kind", "upstream", "list", "pages", "row", "concurrency", "loadMoreArgument"])
+            let list = try section.requiredSection("list")
+            try list.allowOnly(["path", "items", "id"])
+            let pages = try section.requiredSection("pages")
+            try pages.allowOnly(["path", "items", "cursor", "parameter"])
+            let row = try section.section("row")
+            try row?.allowOnly(["item", "pages"])
+            var settings = PagesSettings(
+                upstream: try section.requiredString("upstream"),
+                definition: PagedListResource.Definition(
+                    listPath: try path(list, "path"), itemsAt: JSONPath(try list.string("items") ?? ""),
+                    idMember: try list.string("id") ?? "id", pagePath: try template(pages, "path"),
+                    pageItemsAt: JSONPath(try pages.string("items") ?? ""), cursorAt: JSONPath(try pages.string("cursor") ?? "next"),
+                    cursorParameter: try pages.string("parameter") ?? "page", rowItemKey: try row?.string("item") ?? "item",
+                    rowPagesKey: try row?.string("pages") ?? "items", concurrency: try section.integer("concurrency", atLeast: 1) ?? 8))
+            settings.loadMoreArgument = try section.string("loadMoreArgument") ?? settings.loadMoreArgument
+            return .pages(settings)
+        case "search":
+            try section.allowOnly(["kind", "upstream", "path", "parameter", "items", "minimumLength", "debounce"])
+            return .search(SearchSettings(
+                upstream: try section.requiredString("upstream"),
+                definition: SearchResource.Definition(
+                    path: try path(section, "path"), parameter: try section.string("parameter") ?? "q",
+                    itemsAt: JSONPath(try section.string("items") ?? ""),
+                    minimumLength: try section.integer("minimumLength", atLeast: 0) ?? 3,
+                    debounce: try section.duration("debounce") ?? .milliseconds(300))))
         default:
-            throw ConfigurationError(section.location("kind"), "unknown resource kind \"\(kind)\" (known: list)")
+            throw ConfigurationError(section.location("kind"), "unknown resource kind \"\(kind)\" (known: list, pages, search)")
         }
+    }
+
+    /// A required upstream path: it must start with `/`.
+    private static func path(_ section: YAMLSection, _ key: String) throws(ConfigurationError) -> String {
+        let path = try section.requiredString(key)
+        guard path.hasPrefix("/") else { throw ConfigurationError(section.location(key), "must start with /, found \"\(path)\"") }
+        return path
+    }
+
+    /// A required path template holding `{id}` once.
+    private static func template(_ section: YAMLSection, _ key: String) throws(ConfigurationError) -> PathTemplate {
+        let text = try section.requiredString(key)
+        guard let template = PathTemplate(text) else {
+            throw ConfigurationError(section.location(key), "expected a path starting with / holding {id} once, found \"\(text)\"")
+        }
+        return template
     }
 
     private static func baseURL(_ text: String, at location: String) throws(ConfigurationError) -> BaseURL {
@@ -161,11 +200,8 @@ extension Configuration {
             throw ConfigurationError("\(file): server.logLevel", "expected one of \(Self.logLevels.sorted().joined(separator: ", ")), found \"\(server.logLevel)\"")
         }
         for (name, resource) in resources {
-            switch resource {
-            case .list(let settings):
-                guard upstreams[settings.upstream] != nil else {
-                    throw ConfigurationError("\(file): resources.\(name).upstream", "no upstream named \(settings.upstream) (known: \(upstreams.keys.sorted().joined(separator: ", ")))")
-                }
+            guard upstreams[resource.upstream] != nil else {
+                throw ConfigurationError("\(file): resources.\(name).upstream", "no upstream named \(resource.upstream) (known: \(upstreams.keys.sorted().joined(separator: ", ")))")
             }
             guard !["streams", "healthz", "metrics"].contains(name) else {
                 throw ConfigurationError("\(file): resources.\(name)", "the name \(name) is reserved for Tributary's own endpoints")

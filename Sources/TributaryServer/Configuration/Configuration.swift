@@ -68,6 +68,19 @@ public struct Configuration: Sendable {
     public enum Resource: Sendable, Equatable {
         /// `kind: list` — a list plus per-item details (``ListResource``).
         case list(ListSettings)
+        /// `kind: pages` — a list, each item with its paginated sub-list (``PagedListResource``).
+        case pages(PagesSettings)
+        /// `kind: search` — a query passed to an upstream search (``SearchResource``).
+        case search(SearchSettings)
+
+        /// The name of the upstream it calls.
+        var upstream: String {
+            switch self {
+            case .list(let settings): settings.upstream
+            case .pages(let settings): settings.upstream
+            case .search(let settings): settings.upstream
+            }
+        }
     }
 
     /// A `kind: list` resource.
@@ -78,6 +91,24 @@ public struct Configuration: Sendable {
         public var definition: ListResource.Definition
         /// `refreshInterval`: how often live streams refresh (also on `POST /<name>/reload`).
         public var refreshInterval: Duration = .seconds(5)
+    }
+
+    /// A `kind: pages` resource.
+    public struct PagesSettings: Sendable, Equatable {
+        /// `upstream` (required).
+        public var upstream: String
+        /// `list`, `pages`, `row`, `concurrency`.
+        public var definition: PagedListResource.Definition
+        /// `loadMoreArgument`: the query parameter of the `loadMore` trigger naming the item.
+        public var loadMoreArgument = "topic"
+    }
+
+    /// A `kind: search` resource.
+    public struct SearchSettings: Sendable, Equatable {
+        /// `upstream` (required).
+        public var upstream: String
+        /// `path`, `parameter`, `items`, `minimumLength`, `debounce`.
+        public var definition: SearchResource.Definition
     }
 }
 

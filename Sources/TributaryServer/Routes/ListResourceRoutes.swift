@@ -15,34 +15,17 @@ struct ListResourceRoutes {
     let streams: EventStreamHub
 
     func register(in router: inout Router<(ServerRequest) -> Void>) {
+        let view = SharedLiveView(live)
         router.add(.get, "/\(resource.name)") { request in
             if request.acceptsEventStream {
-                streams.open(request, triggers: ["reload"], states: live.states)
+                streams.open(request, resource: resource.name, view: view)
             } else {
-                respondWithSnapshot(request)
+                request.answer(with: resource.snapshot())
             }
         }
         router.add(.post, "/\(resource.name)/reload") { request in
             live.reload()
             request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#)
         }
-    }
-
-    private func respondWithSnapshot(_ request: ServerRequest) {
-        let snapshot = resource.snapshot().sink(
-            receiveCompletion: { completion in
-                if case .failure(let error) = completion { request.respond(error.httpError) }
-            },
-            receiveValue: { document in
-                request.respond(status: 200, headers: [("Content-Type", "application/json")], body: document.serialized)
-            })
-        request.onDisconnect = { snapshot.cancel() }
-    }
-}
-
-extension ServerRequest {
-    /// Whether the client asked for `text/event-stream` (an `EventSource`, `curl -H 'Accept: text/event-stream'`).
-    var acceptsEventStream: Bool {
-        header("Accept")?.contains("text/event-stream") == true
     }
 }

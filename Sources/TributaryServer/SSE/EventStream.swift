@@ -10,7 +10,7 @@ import OpenCombine
 /// What the client sees:
 /// ```
 /// retry: 2000
-/// event: stream      data: {"id":"<32 hex>","triggers":["reload"],"inputs":[]}
+/// event: stream      data: {"id":"<32 hex>","triggers":["reload"],"inputs":[]}   (the view's names)
 /// event: snapshot    id: <version>   data: <document>      (only when the document changed)
 /// event: error       data: {"error":{"code","message"}}     (a refresh failed; the stream stays)
 /// : heartbeat                                               (every sse.heartbeat)
@@ -25,6 +25,10 @@ final class EventStream: Subscriber {
 
     let id: StreamID
     let request: ServerRequest
+    /// The resource it shows, e.g. `groups`.
+    let resource: String
+    /// What it shows and what its client may poke; it lives as long as the stream.
+    let view: any LiveViewModel
     private var subscription: (any Subscription)?
     private var sentVersion: String?
     private var sentError: ResourceError?
@@ -32,25 +36,27 @@ final class EventStream: Subscriber {
     private var awaitingDrain = false
     private let onClose: (EventStream) -> Void
 
-    init(id: StreamID, request: ServerRequest, onClose: @escaping (EventStream) -> Void) {
+    init(id: StreamID, request: ServerRequest, resource: String, view: any LiveViewModel, onClose: @escaping (EventStream) -> Void) {
         self.id = id
         self.request = request
+        self.resource = resource
+        self.view = view
         self.onClose = onClose
         sentVersion = request.header("Last-Event-ID")
     }
 
-    /// Sends the headers and the preamble, then follows `states`.
-    func start(retry: Duration, triggers: [String], inputs: [String], states: some Publisher<LiveState, Never>) {
+    /// Sends the headers and the preamble, then follows the view's states.
+    func start(retry: Duration) {
         request.startStream(status: 200, headers: EventStreamFormat.headers)
         let announcement = JSON.object([
             ("id", .string(id.description)),
-            ("triggers", .array(triggers.map(JSON.string))),
-            ("inputs", .array(inputs.map(JSON.string))),
+            ("triggers", .array(view.triggers.map(JSON.string))),
+            ("inputs", .array(view.inputs.map(JSON.string))),
         ])
         request.write(EventStreamFormat.retry(retry) + EventStreamFormat.event("stream", data: announcement.serialized))
         request.onDrained = { [unowned self] in drained() }
         request.onDisconnect = { [unowned self] in close() }
-        states.subscribe(self)
+        view.states.subscribe(self)
     }
 
     /// Writes a heartbeat comment unless output is still waiting (a stuck client gets no more).

@@ -1,0 +1,173 @@
+import Libevent
+public import OpenCombine
+public import Rivers
+
+/// A list from one upstream call, each item with its paginated sub-list: the topics of a
+/// home page, each with its medias loaded page by page.
+///
+/// ```
+/// GET /topics ─▶ [t1, t2] ─┬─▶ GET /topics/t1/medias ─▶ page 1 ··loadMore(t1)··▶ ?page=2 ─▶ …
+///                          └─▶ GET /topics/t2/medias ─▶ page 1
+///                                       accumulateLatest ─▶ [{topic:t1, medias:[…]}, {topic:t2, medias:[…]}]
+/// ```
+///
+/// Rows keep list order. A row whose pages fail keeps what it loaded, marked with the error;
+/// the other rows stay as they are.
+public struct PagedListResource {
+    public struct Definition: Sendable, Equatable {
+        /// The list call and where its items and their ids are.
+        public var listPath: String
+        public var itemsAt: JSONPath
+        public var idMember: String
+        /// The page call of one item, e.g. `/topics/{id}/medias`; the cursor goes in
+        /// ``cursorParameter`` (absent for the first page).
+        public var pagePath: PathTemplate
+        public var pageItemsAt: JSONPath
+        /// Where the next page's cursor is in a page (`null` or missing: the last page).
+        public var cursorAt: JSONPath
+        public var cursorParameter: String
+        /// The members of each row: the item, and its items loaded so far.
+        public var rowItemKey: String
+        public var rowPagesKey: String
+        /// First pages in flight at once for a JSON answer.
+        public var concurrency: Int
+
+        public init(
+            listPath: String, itemsAt: JSONPath, idMember: String, pagePath: PathTemplate, pageItemsAt: JSONPath,
+            cursorAt: JSONPath, cursorParameter: String, rowItemKey: String, rowPagesKey: String, concurrency: Int
+        ) {
+            self.listPath = listPath
+            self.itemsAt = itemsAt
+            self.idMember = idMember
+            self.pagePath = pagePath
+            self.pageItemsAt = pageItemsAt
+            self.cursorAt = cursorAt
+            self.cursorParameter = cursorParameter
+            self.rowItemKey = rowItemKey
+            self.rowPagesKey = rowPagesKey
+            self.concurrency = concurrency
+        }
+    }
+
+    public let name: String
+    public let upstream: Upstream
+    public let definition: Definition
+
+    public init(name: String, upstream: Upstream, definition: Definition) {
+        self.name = name
+        self.upstream = upstream
+        self.definition = definition
+    }
+
+    /// Every row with its first page (the JSON answer).
+    public func firstPages() -> AnyPublisher<JSON, ResourceError> {
+        items()
+            .flatMap { items in
+                items.orderedFanOut(maxConcurrent: definition.concurrency) { item in
+                    page(of: item, at: nil).asResult().map { Row(item: item).applying($0.map(\.items)).json(definition) }
+                }
+            }
+            .map(JSON.array)
+            .eraseToAnyPublisher()
+    }
+
+    /// Every row with the pages loaded so far, loading an item's next page each time
+    /// `loadMore` is activated for its id (a no-op after its last page).
+    public func rows(loadingMoreOn loadMore: Trigger, knownIDs: @escaping (Set<String>) -> Void = { _ in }) -> AnyPublisher<JSON, ResourceError> {
+        items()
+            .handleEvents(receiveOutput: { items in knownIDs(Set(items.compactMap(id(of:)))) })
+            .flatMap { items in
+                items.map { item in
+                    Publishers.paginated(
+                        firstPage: page(of: item, at: nil),
+                        nextPage: { cursor in page(of: item, at: cursor) },
+                        loadingNextOn: loadMore.signal(activatedBy: LoadMore(id: id(of: item) ?? "")))
+                    .asResult()
+                    .scan(Row(item: item)) { row, result in row.applying(result) }
+                    .map { row in row.json(definition) }
+                }
+                .accumulateLatest()
+                .map(JSON.array)
+                .setFailureType(to: ResourceError.self)
+            }
+            .eraseToAnyPublisher()
+    }
+
+    /// The id `loadMore` is activated with for an item's next page.
+    public struct LoadMore: Hashable, Sendable {
+        public let id: String
+        public init(id: String) { self.id = id }
+    }
+
+    // MARK: - Calls
+
+    private func items() -> AnyPublisher<[JSON], ResourceError> {
+        upstream.json(definition.listPath)
+            .flatMap { list in
+                guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
+                    let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
+                    return Result<[JSON], ResourceError>.failure(malformed(definition.listPath, "expected an array at \(definition.itemsAt), found \(found)")).publisher
+                }
+                return Result.success(items).publisher
+            }
+            .eraseToAnyPublisher()
+    }
+
+    private func page(of item: JSON, at cursor: String?) -> AnyPublisher<Page<JSON, String>, ResourceError> {
+        guard let id = id(of: item), let base = definition.pagePath.path(for: id) else {
+            return Fail(error: ResourceError(code: .invalidItemID, upstream: upstream.name, path: definition.listPath,
+                                             message: "an item of \(definition.listPath) has no usable `\(definition.idMember)`"))
+                .eraseToAnyPublisher()
+        }
+        let path = cursor.map { base + "?" + definition.cursorParameter + "=" + QueryString.percentEncoded($0) } ?? base
+        return upstream.json(path)
+            .flatMap { document in
+                guard let items = definition.pageItemsAt.value(in: document)?.arrayValue else {
+                    let found = definition.pageItemsAt.value(in: document)?.kindDescription ?? "nothing"
+                    return Result<Page<JSON, String>, ResourceError>.failure(malformed(path, "expected an array at \(definition.pageItemsAt), found \(found)")).publisher
+                }
+                let next: String? = switch definition.cursorAt.value(in: document) {
+                case .string(let cursor): cursor
+                case .number(let cursor): cursor
+                default: nil
+                }
+                return Result.success(Page(items: items, next: next)).publisher
+            }
+            .eraseToAnyPublisher()
+    }
+
+    private func id(of item: JSON) -> String? {
+        switch item[definition.idMember] {
+        case .string(let id), .number(let id): id
+        default: nil
+        }
+    }
+
+    private func malformed(_ path: String, _ problem: String) -> ResourceError {
+        ResourceError(code: .upstreamMalformed, upstream: upstream.name, path: path, message: "upstream \(upstream.name): GET \(path): \(problem)")
+    }
+
+    /// One row: the item, its items loaded so far, and the error of its last page if it failed.
+    struct Row {
+        let item: JSON
+        var pages: [JSON] = []
+        var error: ResourceError?
+
+        func applying(_ result: Result<[JSON], ResourceError>) -> Row {
+            var row = self
+            switch result {
+            case .success(let pages): row.pages = pages
+            case .failure(let error): row.error = error
+            }
+            return row
+        }
+
+        func json(_ definition: Definition) -> JSON {
+            var members: [(key: String, value: JSON)] = [(definition.rowItemKey, item), (definition.rowPagesKey, .array(pages))]
+            if let error {
+                members.append(("error", .object([("code", .string(error.code.rawValue)), ("message", .string(error.message))])))
+            }
+            return .object(members)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Libevent
+public import OpenCombine
+
+/// A query passed to an upstream search, answered with the upstream's items unchanged and in
+/// its (relevance) order. Queries shorter than ``Definition/minimumLength`` characters are
+/// answered `[]` without calling the upstream.
+///
+/// ```swift
+/// search.results(for: "swift")   // GET /search/repositories?q=swift → the `items` array
+/// ```
+public struct SearchResource {
+    public struct Definition: Sendable, Equatable {
+        /// The search call, e.g. `/search/repositories`.
+        public var path: String
+        /// The query parameter that carries the query, e.g. `q`.
+        public var parameter: String
+        /// Where the results array is in the response, e.g. `items`.
+        public var itemsAt: JSONPath
+        public var minimumLength: Int
+        /// How long a stream's query must stay unchanged before it is searched.
+        public var debounce: Duration
+
+        public init(path: String, parameter: String, itemsAt: JSONPath, minimumLength: Int, debounce: Duration) {
+            self.path = path
+            self.parameter = parameter
+            self.itemsAt = itemsAt
+            self.minimumLength = minimumLength
+            self.debounce = debounce
+        }
+    }
+
+    public let name: String
+    public let upstream: Upstream
+    public let definition: Definition
+
+    public init(name: String, upstream: Upstream, definition: Definition) {
+        self.name = name
+        self.upstream = upstream
+        self.definition = definition
+    }
+
+    /// The results for `query`: the upstream's items as a JSON array.
+    public func results(for query: String) -> AnyPublisher<JSON, ResourceError> {
+        guard query.count >= definition.minimumLength else {
+            return Just(JSON.array([])).setFailureType(to: ResourceError.self).eraseToAnyPublisher()
+        }
+        let separator = definition.path.contains("?") ? "&" : "?"
+        let path = definition.path + separator + definition.parameter + "=" + QueryString.percentEncoded(query)
+        return upstream.json(path)
+            .flatMap { document in
+                guard let items = definition.itemsAt.value(in: document)?.arrayValue else {
+                    let found = definition.itemsAt.value(in: document)?.kindDescription ?? "nothing"
+                    return Result<JSON, ResourceError>.failure(ResourceError(
+                        code: .upstreamMalformed, upstream: upstream.name, path: path,
+                        message: "upstream \(upstream.name): GET \(path): expected an array at \(definition.itemsAt), found \(found)")).publisher
+                }
+                return Result.success(JSON.array(items)).publisher
+            }
+            .eraseToAnyPublisher()
+    }
+}

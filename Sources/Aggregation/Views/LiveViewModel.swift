@@ -1,0 +1,55 @@
+public import OpenCombine
+
+/// What one live stream shows and what its client may poke: a view model that lives on the
+/// server, owned by one client connection (or shared, for resources everyone watches).
+///
+/// The client reaches it over HTTP: `POST /streams/{id}/triggers/{name}?arg=…` activates a
+/// trigger, `PUT /streams/{id}/inputs/{name}` sets an input. Control enters the pipeline
+/// through signals and inputs, never through side channels; ``states`` is the single source
+/// of truth for what the client sees.
+public protocol LiveViewModel: AnyObject {
+    /// The states to stream; subscribing starts the pipeline, cancelling stops it.
+    var states: AnyPublisher<LiveState, Never> { get }
+    /// Names the client may activate, announced in the stream's first event.
+    var triggers: [String] { get }
+    /// Names the client may set, announced in the stream's first event.
+    var inputs: [String] { get }
+    /// Activates `trigger` with the request's query parameters as arguments.
+    func activate(_ trigger: String, arguments: [String: String]) throws(ControlError)
+    /// Sets `input` to `value` (the request body as text).
+    func set(_ input: String, to value: String) throws(ControlError)
+}
+
+extension LiveViewModel {
+    public var inputs: [String] { [] }
+
+    public func set(_ input: String, to value: String) throws(ControlError) {
+        throw .unknownInput(input)
+    }
+}
+
+/// Why a trigger or input of a stream refused a client's request.
+public enum ControlError: Error, Equatable, Sendable {
+    case unknownTrigger(String)
+    case unknownInput(String)
+    /// The name exists but an argument or value is not acceptable: the message says why.
+    case invalidArgument(String)
+}
+
+/// The view of a resource everyone watches: the shared ``LiveResource``, whose `reload`
+/// trigger refreshes it for every subscriber.
+public final class SharedLiveView: LiveViewModel {
+    private let live: LiveResource
+
+    public init(_ live: LiveResource) {
+        self.live = live
+    }
+
+    public var states: AnyPublisher<LiveState, Never> { live.states }
+    public var triggers: [String] { ["reload"] }
+
+    public func activate(_ trigger: String, arguments: [String: String]) throws(ControlError) {
+        guard trigger == "reload" else { throw .unknownTrigger(trigger) }
+        live.reload()
+    }
+}

@@ -1,0 +1,50 @@
+public import OpenCombine
+import Rivers
+
+/// One client's live home page: rows of a ``PagedListResource``, each loading its next page
+/// when the client activates `loadMore` with `topic=<id>`, and all of it starting over on
+/// `reload`. Owned by the client's stream: it goes when the connection closes.
+///
+/// ```
+/// reload ──▶ PublishAndRepeat { rows(loadingMoreOn: trigger).asResult() } ─▶ scan(LiveState) ─▶ removeDuplicates
+/// loadMore(topic=t2) ──▶ trigger ──▶ t2's paginated publisher loads its next page
+/// ```
+public final class RowsView: LiveViewModel {
+    private let trigger = Trigger()
+    private let argument: String
+    /// The ids of the current rows, so a `loadMore` for an unknown id is refused.
+    private var knownIDs: Set<String> = []
+    public private(set) var states: AnyPublisher<LiveState, Never>
+
+    public init(_ resource: PagedListResource, argument: String = "topic") {
+        self.argument = argument
+        let trigger = self.trigger
+        var update: (Set<String>) -> Void = { _ in }
+        states = Publishers.PublishAndRepeat(onOutputFrom: trigger.signal(activatedBy: Control.reload)) {
+            resource.rows(loadingMoreOn: trigger, knownIDs: { update($0) }).asResult()
+        }
+        .scan(LiveState()) { state, result in state.applying(result) }
+        .removeDuplicates()
+        .eraseToAnyPublisher()
+        update = { [weak self] ids in self?.knownIDs = ids }
+    }
+
+    public var triggers: [String] { ["reload", "loadMore"] }
+
+    public func activate(_ trigger: String, arguments: [String: String]) throws(ControlError) {
+        switch trigger {
+        case "reload":
+            self.trigger.activate(for: Control.reload)
+        case "loadMore":
+            guard let id = arguments[argument] else { throw .invalidArgument("loadMore needs ?\(argument)=<id>") }
+            guard knownIDs.contains(id) else { throw .invalidArgument("no \(argument) \"\(id)\" in this stream") }
+            self.trigger.activate(for: PagedListResource.LoadMore(id: id))
+        default:
+            throw .unknownTrigger(trigger)
+        }
+    }
+
+    private enum Control: Hashable {
+        case reload
+    }
+}

@@ -1,0 +1,28 @@
+import Aggregation
+import Libevent
+
+/// The endpoints of one `kind: pages` resource named `name` (e.g. `rows`):
+///
+/// - `GET /<name>`: every row with its first page, as JSON.
+/// - `GET /<name>` with `Accept: text/event-stream`: a stream with a view of its own
+///   (``RowsView``): triggers `loadMore` (`?topic=<id>`: that row's next page) and `reload`.
+/// - `POST /<name>/reload`: `reload` every live stream of the resource on this worker.
+struct PagedListRoutes {
+    let resource: PagedListResource
+    let argument: String
+    let streams: EventStreamHub
+
+    func register(in router: inout Router<(ServerRequest) -> Void>) {
+        router.add(.get, "/\(resource.name)") { request in
+            if request.acceptsEventStream {
+                streams.open(request, resource: resource.name, view: RowsView(resource, argument: argument))
+            } else {
+                request.answer(with: resource.firstPages())
+            }
+        }
+        router.add(.post, "/\(resource.name)/reload") { request in
+            for view in streams.views(of: resource.name) { try? view.activate("reload", arguments: [:]) }
+            request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#)
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import Libevent
+import Testing
+import TributaryTesting
+
+@Suite("Search: one query as JSON, a debounced live session as SSE")
+struct SearchTests {
+    struct World {
+        let upstream: ScriptedUpstream
+        let service: ServiceHarness
+
+        static func start(debounce: String = "150ms") async throws -> World {
+            let upstream = try await ScriptedUpstream.start { SearchFixture.reply(to: $0) ?? .json("{}", status: 404) }
+            let service = try await ServiceHarness(yaml: ServiceHarness.viewModelsYAML(upstream: upstream.baseURL, debounce: debounce))
+            return World(upstream: upstream, service: service)
+        }
+
+        var searches: [String] { upstream.requests.compactMap { $0.query["q"] } }
+
+        func set(_ stream: String, _ value: [UInt8], input: String = "q") throws -> TestResponse {
+            try TestHTTP.request(port: service.port, "PUT", "/streams/\(stream)/inputs/\(input)", body: value)
+        }
+
+        func stop() async {
+            await service.stop()
+            await upstream.shutdown()
+        }
+    }
+
+    @Test("GET /search answers the upstream's items unchanged and in order; short queries answer [] without a call")
+    func json() async throws {
+        let world = try await World.start()
+        let response = try world.service.get("/search?q=swift")
+        #expect(response.status == 200)
+        #expect(response.text == SearchFixture.itemsJSON(for: "swift"))
+        #expect(try world.service.get("/search?q=sw").text == "[]")
+        #expect(try world.service.get("/search").text == "[]")
+        #expect(world.searches == ["swift"])
+        await world.stop()
+    }
+
+    @Test("rapid changes of q produce one upstream search, for the last value")
+    func debounced() async throws {
+        let world = try await World.start(debounce: "200ms")
+        let stream = try world.service.events("/search")
+        let id = try stream.announcedID()
+        #expect(try stream.next(type: "snapshot").data == "[]")
+        for value in ["s", "sw", "swi", "swif", "swift"] {
+            #expect(try world.set(id, Array(value.utf8)).status == 202)
+        }
+        #expect(try stream.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "swift"))
+        #expect(world.searches == ["swift"])
+        stream.close()
+        await world.stop()
+    }
+
+    @Test("a search still running when q changes is cancelled: the upstream sees it close")
+    func supersededSearchIsCancelled() async throws {
+        let world = try await World.start(debounce: "50ms")
+        let stream = try world.service.events("/search?q=slowly")
+        let id = try stream.announcedID()
+        #expect(await world.upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.query["q"] == "slowly" && $0.inFlight } })
+        #expect(try world.set(id, Array("vapor".utf8)).status == 202)
+        #expect(try stream.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "vapor"))
+        #expect(world.upstream.requests.first { $0.query["q"] == "slowly" }?.closedByClient == true)
+        stream.close()
+        await world.stop()
+    }
+
+    @Test("input values are checked: not UTF-8 → 400, too long → 400, body over 4 KB → 413, unknown input → 404")
+    func badValues() async throws {
+        let world = try await World.start()
+        let stream = try world.service.events("/search")
+        let id = try stream.announcedID()
+        let cases: [([UInt8], String, Int, String)] = [
+            ([0xFF, 0xFE], "q", 400, "bad_request"),
+            (Array(String(repeating: "q", count: 300).utf8), "q", 400, "bad_request"),
+            (Array(repeating: 0x61, count: 5000), "q", 413, "input_too_large"),
+            (Array("x".utf8), "page", 404, "unknown_input"),
+        ]
+        for (body, input, status, code) in cases {
+            let response = try world.set(id, body, input: input)
+            #expect(response.status == status, "\(input) \(body.count) bytes")
+            #expect(response.error?.code == code, "\(response.text)")
+        }
+        #expect(try TestHTTP.request(port: world.service.port, "POST", "/streams/\(id)/triggers/reload").error?.code == "unknown_trigger")
+        stream.close()
+        await world.stop()
+    }
+
+    @Test("one stream's input does not reach another stream")
+    func sessionsAreIsolated() async throws {
+        let world = try await World.start(debounce: "50ms")
+        let first = try world.service.events("/search?q=vapor")
+        let second = try world.service.events("/search?q=nginx")
+        let firstID = try first.announcedID()
+        let secondID = try second.announcedID()
+        #expect(try first.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "vapor"))
+        #expect(try second.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "nginx"))
+        #expect(try world.set(firstID, Array("swift".utf8)).status == 202)
+        #expect(try first.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "swift"))
+        #expect(try world.set(secondID, Array("log".utf8)).status == 202)
+        #expect(try second.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "log"),
+                "the second stream's next snapshot answers its own query, not the first stream's")
+        first.close()
+        second.close()
+        await world.stop()
+    }
+}
