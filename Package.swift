@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // MARK: - libevent
@@ -51,7 +53,11 @@ let package = Package(
 
         .target(
             name: "Aggregation",
-            dependencies: ["Libevent", "Rivers", .product(name: "OpenCombine", package: "OpenCombine")],
+            dependencies: [
+                "Libevent", "Rivers",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
             swiftSettings: strictSettings
         ),
 
@@ -64,6 +70,8 @@ let package = Package(
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strictSettings
         ),
@@ -123,6 +131,11 @@ let package = Package(
                 "TributaryServer", "Aggregation", "Libevent", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "BrowserTests",
+            dependencies: ["TributaryTesting"],
             swiftSettings: strictSettings
         ),
         .testTarget(

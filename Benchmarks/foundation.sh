@@ -32,6 +32,7 @@ command -v nginx >/dev/null || { echo "nginx is missing (apt-get install nginx-l
 bench=$(cd "$root" && swift build -c release --show-bin-path)/FoundationBench
 
 mkdir -p "$work/www"
+chmod 755 "$work" "$work/www"   # nginx workers run unprivileged
 printf '%s' '{"hello":"world","from":"tributary"}' > "$work/www/hello.json"
 cat > "$work/nginx.conf" <<CONF
 worker_processes 1;

@@ -1,25 +1,76 @@
 import Libevent
-import Glibc
 public import Logging
+import Glibc
+import Synchronization
 
-/// Runs Tributary: one ``Worker`` per configured worker, each on an event loop of its own
-/// thread (the first on the calling thread), all listening on the same port. SIGINT and
-/// SIGTERM stop it. Returns when every worker has stopped.
+/// Runs Tributary: `server.workers` workers, each an event loop on a thread of its own (the
+/// first on the calling thread), all listening on one port with SO_REUSEPORT. SIGINT and
+/// SIGTERM stop it gracefully: no new connections, event streams ended, requests in flight
+/// answered within `server.shutdownTimeout`. Returns when every worker has stopped.
 public enum Service {
-    /// Runs until a stop signal; `ready` is called with the bound port once listening.
+    /// Runs until a stop signal; `ready` is called with the bound port once all workers listen.
     public static func run(configuration: Configuration, logger: Logger, ready: (UInt16) -> Void = { _ in }) throws {
+        raiseOpenFileLimit(logger: logger)
+        let shared = configuration.server.workers > 1
         let loop = try EventLoop()
-        let worker = try Worker(configuration: configuration, loop: loop, logger: logger)
-        let port = try worker.bind()
+        let first = try Worker(configuration: configuration, loop: loop, logger: logger)
+        let port = try first.bind(reusePort: shared)
+        var others: [(worker: LoopBound<Worker>, stopped: Latch<Void>)] = []
+        for index in 1..<configuration.server.workers {
+            others.append(try startWorker(index, configuration: configuration, port: port, logger: logger))
+        }
+        let deadline = configuration.server.shutdownTimeout
+        var stopping = false
         let stop = {
-            logger.info("stopping")
-            worker.shutDown()
-            loop.stop()
+            guard !stopping else { return }
+            stopping = true
+            logger.info("stopping", metadata: ["deadline": "\(deadline)"])
+            for other in others {
+                let worker = other.worker
+                worker.loop.execute { worker.value.shutDown(within: deadline) { worker.loop.stop() } }
+            }
+            first.shutDown(within: deadline) { loop.stop() }
         }
         let watchers = try [SIGINT, SIGTERM].map { try SignalWatcher(loop: loop, signal: $0, action: stop) }
-        logger.info("listening", metadata: ["address": "\(configuration.server.listen.host):\(port)"])
+        logger.info("listening", metadata: ["address": "\(configuration.server.listen.host):\(port)", "workers": "\(configuration.server.workers)"])
         ready(port)
-        try withExtendedLifetime(watchers) { try loop.run() }
+        try withExtendedLifetime((first, watchers)) { try loop.run() }
+        for other in others { other.stopped.wait() }
+        logger.info("stopped")
+    }
+
+    /// Starts worker `index` on a thread of its own, listening on `port` with the others.
+    private static func startWorker(
+        _ index: Int, configuration: Configuration, port: UInt16, logger: Logger
+    ) throws -> (worker: LoopBound<Worker>, stopped: Latch<Void>) {
+        let ready = Latch<Result<LoopBound<Worker>, any Error>>()
+        let stopped = Latch<Void>()
+        DetachedThread {
+            do {
+                let loop = try EventLoop()
+                var workerLogger = logger
+                workerLogger[metadataKey: "worker"] = "\(index)"
+                let worker = try Worker(configuration: configuration, loop: loop, logger: workerLogger)
+                try worker.bind(port: port, reusePort: true)
+                ready.set(.success(LoopBound(worker, loop: loop)))
+                try withExtendedLifetime(worker) { try loop.run() }
+            } catch {
+                ready.set(.failure(error))
+            }
+            stopped.set(())
+        }.start()
+        return (try ready.wait().get(), stopped)
+    }
+
+    /// Lifts the soft limit on open files to the hard one: every connection, upstream one
+    /// included, is a file descriptor, and 10,000 event streams need more than the usual 1,024.
+    private static func raiseOpenFileLimit(logger: Logger) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+            logger.debug("open file limit raised", metadata: ["limit": "\(limit.rlim_cur)"])
+        }
     }
 
     /// Runs only the demo upstream, on the calling thread, until a stop signal.
@@ -35,7 +86,7 @@ public enum Service {
     /// Runs the demo upstream on its own thread and returns its port.
     public static func startDemoUpstream(on address: ListenAddress, logger: Logger) throws -> UInt16 {
         let ready = Latch<Result<UInt16, any Error>>()
-        let thread = DetachedThread {
+        DetachedThread {
             do {
                 let loop = try EventLoop()
                 let demo = try DemoUpstream(loop: loop)
@@ -44,8 +95,7 @@ public enum Service {
             } catch {
                 ready.set(.failure(error))
             }
-        }
-        thread.start()
+        }.start()
         let port = try ready.wait().get()
         logger.info("demo upstream listening", metadata: ["address": "\(address.host):\(port)"])
         return port

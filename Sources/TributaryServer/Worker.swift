@@ -3,8 +3,8 @@ public import Libevent
 public import Logging
 
 /// Everything one event loop serves: the HTTP server, the upstream client and its pools, the
-/// resources from the configuration, their shared live pipelines and event streams, and the
-/// routes to them. Several workers (one per thread) may share a port. Loop-confined.
+/// resources from the configuration, their live pipelines and event streams, and the routes
+/// to them. Several workers (one per thread) share a port. Loop-confined.
 ///
 /// ```swift
 /// let worker = try Worker(configuration: configuration, loop: loop, logger: logger)
@@ -18,49 +18,87 @@ public final class Worker {
     let server: HTTPServer
     let client: UpstreamClient
     let streams: EventStreamHub
-    private(set) var router = Router<(ServerRequest) -> Void>()
-    private var liveResources: [String: LiveResource] = [:]
+    private let cors: CORSPolicy
+    private let observer: RequestObserver
+    private var router = Router<Route>()
+    private var shutdown: (done: () -> Void, deadline: LoopTimer)?
+    private var drainCheck: LoopTimer?
 
     public init(configuration: Configuration, loop: EventLoop, logger: Logger) throws {
+        _ = MetricsExport.registry  // metrics exist before any handle is made
         self.loop = loop
         self.configuration = configuration
         self.logger = logger
         client = UpstreamClient(loop: loop)
         streams = EventStreamHub(loop: loop, settings: configuration.sse)
+        cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
+        observer = RequestObserver(logger: logger)
         server = try HTTPServer(loop: loop, limits: configuration.server.limits) { _ in }
+        registerRoutes()
+        server.handler = { [unowned self] request in route(request) }
+        server.onComplete = { [unowned self] request in completed(request) }
+    }
+
+    /// Listens on the configured address, or on `port` if given (SO_REUSEPORT when several
+    /// workers share it); returns the bound port.
+    @discardableResult
+    public func bind(port: UInt16? = nil, reusePort: Bool = false) throws -> UInt16 {
+        let listen = configuration.server.listen
+        return try server.bind(host: listen.host, port: port ?? listen.port, reusePort: reusePort)
+    }
+
+    /// Stops gracefully: no new connections, every event stream ended, and `done` once the
+    /// requests in flight are answered and every answer has left (or `deadline` passed).
+    public func shutDown(within deadline: Duration, then done: @escaping () -> Void) {
+        server.stopAccepting()
+        streams.finishAll()
+        let timer = LoopTimer(loop: loop) { [unowned self] in
+            logger.warning("shutdown deadline passed", metadata: ["open requests": "\(server.openRequestCount)"])
+            finishShutdown()
+        }
+        timer.schedule(after: deadline)
+        shutdown = (done, timer)
+        if server.openRequestCount == 0 { drainThenFinish() }
+    }
+
+    /// Finishes once the sockets took every answer, checking every few milliseconds (the
+    /// deadline still applies: a client that does not read cannot hold the stop up).
+    private func drainThenFinish() {
+        guard server.hasPendingOutput else { return finishShutdown() }
+        let check = LoopTimer(loop: loop) { [unowned self] in drainThenFinish() }
+        check.schedule(after: .milliseconds(5))
+        drainCheck = check
+    }
+
+    private func finishShutdown() {
+        guard let shutdown else { return }
+        self.shutdown = nil
+        drainCheck = nil
+        shutdown.deadline.cancel()
+        shutdown.done()
+    }
+
+    // MARK: - Routes
+
+    private func registerRoutes() {
         let upstreams = makeUpstreams()
+        let admin = AdminToken(token: configuration.server.adminToken)
         for (name, resource) in configuration.resources.sorted(by: { $0.key < $1.key }) {
             switch resource {
             case .list(let settings):
                 let list = ListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
                 let live = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot)
-                liveResources[name] = live
-                ListResourceRoutes(resource: list, live: live, streams: streams).register(in: &router)
+                ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin).register(in: &router)
             case .pages(let settings):
                 let pages = PagedListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
-                PagedListRoutes(resource: pages, argument: settings.loadMoreArgument, streams: streams).register(in: &router)
+                PagedListRoutes(resource: pages, argument: settings.loadMoreArgument, streams: streams, admin: admin).register(in: &router)
             case .search(let settings):
                 let search = SearchResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
                 SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop)).register(in: &router)
             }
         }
         StreamControlRoutes(streams: streams).register(in: &router)
-        router.add(.get, "/healthz") { request in request.respond(status: 200, json: #"{"status":"ok"}"#) }
-        server.handler = { [unowned self] request in route(request) }
-    }
-
-    /// Listens on the configured address (SO_REUSEPORT when several workers share it);
-    /// returns the bound port.
-    @discardableResult
-    public func bind(reusePort: Bool = false) throws -> UInt16 {
-        let listen = configuration.server.listen
-        return try server.bind(host: listen.host, port: listen.port, reusePort: reusePort)
-    }
-
-    /// Stops accepting connections and ends every event stream.
-    public func shutDown() {
-        server.stopAccepting()
-        streams.finishAll()
+        OperationsRoutes().register(in: &router)
     }
 
     private func makeUpstreams() -> [String: Upstream] {
@@ -73,10 +111,16 @@ public final class Worker {
     }
 
     private func route(_ request: ServerRequest) {
+        request.responseHeaders = cors.headers(for: request)
+        if cors.isPreflight(request) {
+            request.route = "preflight"
+            return cors.answerPreflight(request)
+        }
         switch router.match(request.method, path: request.path) {
-        case .found(let handle, let parameters):
+        case .found(let route, let parameters):
+            request.route = route.pattern
             request.parameters = parameters
-            handle(request)
+            route.handle(request)
         case .methodNotAllowed(let allowed):
             let names = allowed.map(\.rawValue).joined(separator: ", ")
             request.respond(.methodNotAllowed("\(request.method.rawValue) is not allowed on \(request.path) (allowed: \(names))"),
@@ -84,5 +128,10 @@ public final class Worker {
         case .notFound:
             request.respond(.notFound("no resource at \(request.path)"))
         }
+    }
+
+    private func completed(_ request: ServerRequest) {
+        observer.completed(request)
+        if shutdown != nil && server.openRequestCount == 0 && drainCheck == nil { drainThenFinish() }
     }
 }

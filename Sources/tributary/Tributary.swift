@@ -8,7 +8,7 @@ import TributaryServer
 struct Tributary: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Aggregates upstream REST APIs and serves them as JSON and server-sent events.",
-        subcommands: [Serve.self, Demo.self, DemoUpstreamCommand.self],
+        subcommands: [Serve.self, Demo.self, DemoUpstreamCommand.self, ProbeCommand.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -93,5 +93,21 @@ struct DemoUpstreamCommand: ParsableCommand {
     func run() throws {
         guard let address = ListenAddress(listen) else { throw ValidationError("--listen: expected HOST:PORT") }
         try Service.runDemoUpstream(on: address, logger: .tributary(level: "info"))
+    }
+}
+
+struct ProbeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "probe", abstract: "GET a URL and exit 0 on a 2xx answer (a HEALTHCHECK without curl).")
+
+    @Argument(help: "The URL, e.g. http://127.0.0.1:8080/healthz")
+    var url: String
+
+    func run() throws {
+        do {
+            _ = try Probe.get(url)
+        } catch {
+            throw ValidationError("\(error)")
+        }
     }
 }

@@ -80,7 +80,9 @@ struct ConfigurationTests {
     @Test("the binary refuses an invalid configuration with the key in its message and a non-zero exit")
     func binaryRefusesInvalidConfiguration() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-bad-\(UUID().uuidString).yaml")
-        try Self.shipped.replacingOccurrences(of: "concurrency: 16", with: "concurrency: lots").write(to: file, atomically: true, encoding: .utf8)
+        let invalid = Self.shipped.replacing(/concurrency: \d+/, with: "concurrency: lots", maxReplacements: 1)
+        #expect(invalid != Self.shipped)
+        try invalid.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tributary")
         let process = Process()
@@ -90,8 +92,14 @@ struct ConfigurationTests {
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
+        // Bounded: a server that wrongly starts is stopped rather than waited for forever.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(20))
+            process.terminate()
+        }
         let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        watchdog.cancel()
         #expect(process.terminationStatus != 0)
         #expect(output.contains("resources.groups.concurrency: expected a whole number ≥ 1, found \"lots\""), "\(output)")
     }

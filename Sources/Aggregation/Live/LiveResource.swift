@@ -1,3 +1,4 @@
+import CoreMetrics
 public import Libevent
 public import OpenCombine
 import Rivers
@@ -15,7 +16,8 @@ import Rivers
 ///
 /// The refresh interval counts from the end of the previous refresh, so a slow upstream is
 /// never asked again before it answered. A new subscriber gets the latest state at once; a
-/// slow one gets the latest when it asks for more, never a queue.
+/// slow one gets the latest when it asks for more, never a queue. The gauge
+/// `tributary_live_pipelines{resource}` counts the pipelines running.
 public final class LiveResource {
     public let name: String
     public let refreshInterval: Duration
@@ -30,12 +32,17 @@ public final class LiveResource {
         let refreshes = self.refreshes
         timer = LoopTimer(loop: loop) { refreshes.activate(for: Refresh.now) }
         let timer = self.timer
+        let running = Meter(label: "tributary_live_pipelines", dimensions: [("resource", name)])
         states = Publishers.PublishAndRepeat(onOutputFrom: refreshes.signal(activatedBy: Refresh.now)) {
             snapshot().asResult()
         }
         .handleEvents(
+            receiveSubscription: { _ in running.increment() },
             receiveOutput: { _ in timer.schedule(after: refreshInterval) },
-            receiveCancel: { timer.cancel() })
+            receiveCancel: {
+                timer.cancel()
+                running.decrement()
+            })
         .scan(LiveState()) { state, result in state.applying(result) }
         .removeDuplicates()
         .shareLatest()

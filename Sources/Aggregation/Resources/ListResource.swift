@@ -66,8 +66,7 @@ public struct ListResource {
 
     /// One snapshot: the list, each item merged with its details, in list order.
     public func snapshot() -> AnyPublisher<JSON, ResourceError> {
-        upstream.json(definition.listPath)
-            .flatMap { list in items(in: list).publisher }
+        upstream.json(definition.listPath, read: items(in:))
             .flatMap { items in
                 items.orderedFanOut(maxConcurrent: definition.concurrency, onFailure: failurePolicy) { item in
                     itemWithDetails(item)
@@ -83,8 +82,7 @@ public struct ListResource {
             return Fail(error: error(.invalidItemID, definition.listPath, "an item of \(definition.listPath) has no usable `\(definition.idMember)`"))
                 .eraseToAnyPublisher()
         }
-        return upstream.json(path)
-            .flatMap { document in merged(item, withDetailsFrom: document, path: path).publisher }
+        return upstream.json(path) { document in merged(item, withDetailsFrom: document, path: path) }
             .eraseToAnyPublisher()
     }
 

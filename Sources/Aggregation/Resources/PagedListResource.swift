@@ -101,16 +101,14 @@ public struct PagedListResource {
 
     // MARK: - Calls
 
-    private func items() -> AnyPublisher<[JSON], ResourceError> {
-        upstream.json(definition.listPath)
-            .flatMap { list in
-                guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
-                    let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
-                    return Result<[JSON], ResourceError>.failure(malformed(definition.listPath, "expected an array at \(definition.itemsAt), found \(found)")).publisher
-                }
-                return Result.success(items).publisher
+    private func items() -> Upstream.FetchJSON<[JSON]> {
+        upstream.json(definition.listPath) { list in
+            guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
+                let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
+                return .failure(malformed(definition.listPath, "expected an array at \(definition.itemsAt), found \(found)"))
             }
-            .eraseToAnyPublisher()
+            return .success(items)
+        }
     }
 
     private func page(of item: JSON, at cursor: String?) -> AnyPublisher<Page<JSON, String>, ResourceError> {
@@ -120,20 +118,19 @@ public struct PagedListResource {
                 .eraseToAnyPublisher()
         }
         let path = cursor.map { base + "?" + definition.cursorParameter + "=" + QueryString.percentEncoded($0) } ?? base
-        return upstream.json(path)
-            .flatMap { document in
-                guard let items = definition.pageItemsAt.value(in: document)?.arrayValue else {
-                    let found = definition.pageItemsAt.value(in: document)?.kindDescription ?? "nothing"
-                    return Result<Page<JSON, String>, ResourceError>.failure(malformed(path, "expected an array at \(definition.pageItemsAt), found \(found)")).publisher
-                }
-                let next: String? = switch definition.cursorAt.value(in: document) {
-                case .string(let cursor): cursor
-                case .number(let cursor): cursor
-                default: nil
-                }
-                return Result.success(Page(items: items, next: next)).publisher
+        return upstream.json(path) { document in
+            guard let items = definition.pageItemsAt.value(in: document)?.arrayValue else {
+                let found = definition.pageItemsAt.value(in: document)?.kindDescription ?? "nothing"
+                return .failure(malformed(path, "expected an array at \(definition.pageItemsAt), found \(found)"))
             }
-            .eraseToAnyPublisher()
+            let next: String? = switch definition.cursorAt.value(in: document) {
+            case .string(let cursor): cursor
+            case .number(let cursor): cursor
+            default: nil
+            }
+            return .success(Page(items: items, next: next))
+        }
+        .eraseToAnyPublisher()
     }
 
     private func id(of item: JSON) -> String? {

@@ -46,16 +46,15 @@ public struct SearchResource {
         }
         let separator = definition.path.contains("?") ? "&" : "?"
         let path = definition.path + separator + definition.parameter + "=" + QueryString.percentEncoded(query)
-        return upstream.json(path)
-            .flatMap { document in
-                guard let items = definition.itemsAt.value(in: document)?.arrayValue else {
-                    let found = definition.itemsAt.value(in: document)?.kindDescription ?? "nothing"
-                    return Result<JSON, ResourceError>.failure(ResourceError(
-                        code: .upstreamMalformed, upstream: upstream.name, path: path,
-                        message: "upstream \(upstream.name): GET \(path): expected an array at \(definition.itemsAt), found \(found)")).publisher
-                }
-                return Result.success(JSON.array(items)).publisher
+        return upstream.json(path) { document in
+            guard let items = definition.itemsAt.value(in: document)?.arrayValue else {
+                let found = definition.itemsAt.value(in: document)?.kindDescription ?? "nothing"
+                return .failure(ResourceError(
+                    code: .upstreamMalformed, upstream: upstream.name, path: path,
+                    message: "upstream \(upstream.name): GET \(path): expected an array at \(definition.itemsAt), found \(found)"))
             }
-            .eraseToAnyPublisher()
+            return .success(JSON.array(items))
+        }
+        .eraseToAnyPublisher()
     }
 }

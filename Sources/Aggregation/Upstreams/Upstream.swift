@@ -29,12 +29,14 @@ public final class Upstream {
     public let base: BaseURL
     public let policy: Policy
     let client: UpstreamClient
+    let metrics: UpstreamMetrics
 
     public init(name: String, base: BaseURL, policy: Policy = .init(), client: UpstreamClient) {
         self.name = name
         self.base = base
         self.policy = policy
         self.client = client
+        metrics = UpstreamMetrics(upstream: name)
     }
 
     /// GET `path` (percent-encoded, with any query) and parse the 2xx body as JSON; fails
@@ -44,39 +46,54 @@ public final class Upstream {
     /// ```
     /// request(1) ──▶ GET ──▶ 503 ──backoff──▶ GET ──▶ 200 {…} ──▶ JSON ─|
     /// ```
-    public func json(_ path: String) -> FetchJSON {
-        FetchJSON(upstream: self, path: path)
+    public func json(_ path: String) -> FetchJSON<JSON> {
+        FetchJSON(upstream: self, path: path) { .success($0) }
     }
 
-    /// See ``Upstream/json(_:)``.
-    public struct FetchJSON: Publisher {
-        public typealias Output = JSON
+    /// GET `path` and make something of the parsed body with `read`, whose failure fails the
+    /// fetch (like `flatMap` to a `Result`, without a publisher per call: the fan-outs call
+    /// this once per item).
+    ///
+    /// ```swift
+    /// tasks.json("/groups") { document in items(in: document) }   // Result<[JSON], ResourceError>
+    /// ```
+    public func json<Value>(_ path: String, read: @escaping (JSON) -> Result<Value, ResourceError>) -> FetchJSON<Value> {
+        FetchJSON(upstream: self, path: path, read: read)
+    }
+
+    /// See ``Upstream/json(_:read:)``.
+    public struct FetchJSON<Value>: Publisher {
+        public typealias Output = Value
         public typealias Failure = ResourceError
 
         let upstream: Upstream
         public let path: String
+        let read: (JSON) -> Result<Value, ResourceError>
 
         public func receive<Downstream: Subscriber>(subscriber: Downstream)
-        where Downstream.Input == JSON, Downstream.Failure == ResourceError {
-            subscriber.receive(subscription: FetchSubscription(upstream: upstream, path: path, downstream: subscriber))
+        where Downstream.Input == Value, Downstream.Failure == ResourceError {
+            subscriber.receive(subscription: FetchSubscription(fetch: self, downstream: subscriber))
         }
     }
 }
 
 /// One JSON fetch: attempts, backoff between them, and cancellation of whichever is current.
-private final class FetchSubscription<Downstream: Subscriber>: Subscription
-where Downstream.Input == JSON, Downstream.Failure == ResourceError {
+private final class FetchSubscription<Value, Downstream: Subscriber>: Subscription
+where Downstream.Input == Value, Downstream.Failure == ResourceError {
     private let upstream: Upstream
     private let path: String
+    private let read: (JSON) -> Result<Value, ResourceError>
     private var downstream: Downstream?
     private var started = false
     private var attempt = 0
     private var call: UpstreamCall?
     private var backoff: LoopTimer?
+    private var attemptStarted = ContinuousClock.now
 
-    init(upstream: Upstream, path: String, downstream: Downstream) {
-        self.upstream = upstream
-        self.path = path
+    init(fetch: Upstream.FetchJSON<Value>, downstream: Downstream) {
+        upstream = fetch.upstream
+        path = fetch.path
+        read = fetch.read
         self.downstream = downstream
     }
 
@@ -88,7 +105,10 @@ where Downstream.Input == JSON, Downstream.Failure == ResourceError {
 
     func cancel() {
         downstream = nil
-        call?.cancel()
+        if let call {
+            call.cancel()
+            upstream.metrics.cancellations.increment()
+        }
         call = nil
         backoff = nil
     }
@@ -96,8 +116,10 @@ where Downstream.Input == JSON, Downstream.Failure == ResourceError {
     private func send() {
         let request = UpstreamRequest(
             base: upstream.base, path: path, headers: [("Accept", "application/json")], timeout: upstream.policy.timeout)
+        attemptStarted = .now
         call = upstream.client.execute(request) { [self] result in
             call = nil
+            upstream.metrics.latency.recordInterval(since: attemptStarted)
             switch result {
             case .success(let response): received(response)
             case .failure(let error): failed(ResourceError(error, upstream: upstream.name, path: path), retryable: error.kind != .timeout)
@@ -113,21 +135,28 @@ where Downstream.Input == JSON, Downstream.Failure == ResourceError {
             failed(error, retryable: [502, 503, 504].contains(response.status))
             return
         }
+        let document: JSON
         do {
-            let document = try JSON(parsing: response.body)
-            guard let downstream else { return }
-            self.downstream = nil
-            _ = downstream.receive(document)
-            downstream.receive(completion: .finished)
+            document = try JSON(parsing: response.body)
         } catch {
-            failed(ResourceError(
+            return failed(ResourceError(
                 code: .upstreamMalformed, upstream: upstream.name, path: path,
                 message: "upstream \(upstream.name): GET \(path) returned malformed JSON (\(error))"), retryable: false)
+        }
+        switch read(document) {
+        case .success(let value):
+            guard let downstream else { return }
+            self.downstream = nil
+            _ = downstream.receive(value)
+            downstream.receive(completion: .finished)
+        case .failure(let error):
+            failed(error, retryable: false)
         }
     }
 
     private func failed(_ error: ResourceError, retryable: Bool) {
         guard downstream != nil else { return }
+        upstream.metrics.failed(error.code)
         if retryable && attempt < upstream.policy.retries {
             let delay = upstream.policy.backoff * (1 << min(attempt, 16))
             attempt += 1

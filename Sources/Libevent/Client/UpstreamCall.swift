@@ -96,7 +96,7 @@ public final class UpstreamCall {
         if let raw, evhttp_request_get_response_code(raw) > 0 {
             result = .success(UpstreamResponse(
                 status: Int(evhttp_request_get_response_code(raw)),
-                headers: HeaderList.entries(of: evhttp_request_get_input_headers(raw)),
+                headers: request.keepsResponseHeaders ? HeaderList.entries(of: evhttp_request_get_input_headers(raw)) : [],
                 body: evhttp_request_get_input_buffer(raw).map(EventBuffer.bytes(of:)) ?? []))
         } else {
             result = .failure(failure(on: connection))

@@ -9,10 +9,13 @@ public struct UpstreamRequest: Sendable {
     public var body: [UInt8]
     /// The whole call's deadline, queueing for a pooled connection included.
     public var timeout: Duration
+    /// Whether the response's headers are copied into ``UpstreamResponse/headers`` (most
+    /// callers only read the status and body, and copying costs on every call).
+    public var keepsResponseHeaders: Bool
 
     public init(
         base: BaseURL, method: HTTPMethod = .get, path: String, headers: [(String, String)] = [],
-        body: [UInt8] = [], timeout: Duration = .seconds(10)
+        body: [UInt8] = [], timeout: Duration = .seconds(10), keepsResponseHeaders: Bool = false
     ) {
         self.base = base
         self.method = method
@@ -20,6 +23,7 @@ public struct UpstreamRequest: Sendable {
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.keepsResponseHeaders = keepsResponseHeaders
     }
 
     /// What goes on the request line: the base path and the request path.
@@ -29,6 +33,7 @@ public struct UpstreamRequest: Sendable {
 /// An upstream's answer, whatever its status.
 public struct UpstreamResponse: Sendable {
     public var status: Int
+    /// The response headers, when the request asked to keep them.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
 

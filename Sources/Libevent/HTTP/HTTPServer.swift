@@ -23,11 +23,19 @@ public final class HTTPServer {
         public var maxBodyBytes: Int
         /// How long a client may take to send a request, and a write may stay blocked.
         public var timeout: Duration
+        /// Client connections served at once (nil: no limit); a connection beyond it has its
+        /// first request answered 503 and is closed. A connection counts from its first
+        /// request until it closes (one that never sends a request is closed by ``timeout``).
+        public var maxConnections: Int?
 
-        public init(maxHeaderBytes: Int = 16 * 1024, maxBodyBytes: Int = 1024 * 1024, timeout: Duration = .seconds(60)) {
+        public init(
+            maxHeaderBytes: Int = 16 * 1024, maxBodyBytes: Int = 1024 * 1024, timeout: Duration = .seconds(60),
+            maxConnections: Int? = nil
+        ) {
             self.maxHeaderBytes = maxHeaderBytes
             self.maxBodyBytes = maxBodyBytes
             self.timeout = timeout
+            self.maxConnections = maxConnections
         }
 
         /// evhttp's own hard caps, above ours: requests between the two get our JSON 431/413;
@@ -41,11 +49,16 @@ public final class HTTPServer {
     public let limits: Limits
     /// Receives every request within the limits.
     public var handler: (ServerRequest) -> Void
+    /// Told once about every request when it ends: answered (``ServerRequest/status``), its
+    /// stream ended, or its client gone (``ServerRequest/state`` is `.disconnected`).
+    public var onComplete: ((ServerRequest) -> Void)?
 
     let http: OpaquePointer
     /// Chunks on their way into a connection's output (evhttp moves, never keeps, them).
     let scratchBuffer: OpaquePointer
     private var listeners: [OpaquePointer] = []
+    /// Connections that sent a request and are still open, by `evhttp_connection`.
+    private var connections: [OpaquePointer: ServerConnection] = [:]
     private var tlsContext: TLSContext?
     /// evhttp keeps this pointer (it does not copy it), so it lives as long as the server.
     private let defaultContentType = strdup("application/json")!
@@ -118,6 +131,27 @@ public final class HTTPServer {
         for listener in listeners { evconnlistener_disable(listener) }
     }
 
+    /// Client connections now open (counted from their first request).
+    public var connectionCount: Int { connections.count }
+
+    /// Requests received and not yet ended (answered, stream ended, or client gone).
+    public private(set) var openRequestCount = 0
+
+    /// Whether some connection still has answer bytes the socket has not taken: an answer is
+    /// written on later loop turns, so a server stopping right after answering would lose it.
+    public var hasPendingOutput: Bool {
+        connections.values.contains { evbuffer_get_length(bufferevent_get_output($0.bufferEvent)) > 0 }
+    }
+
+    func forget(_ connection: ServerConnection) {
+        connections[connection.evcon] = nil
+    }
+
+    func completed(_ request: ServerRequest) {
+        openRequestCount -= 1
+        onComplete?(request)
+    }
+
     // MARK: - Receiving
 
     private func receive(_ raw: OpaquePointer) {
@@ -128,7 +162,19 @@ public final class HTTPServer {
             evhttp_send_reply(raw, 501, "Not Implemented", nil)
             return
         }
-        let request = ServerRequest(raw: raw, method: method, server: self)
+        let evcon = evhttp_request_get_connection(raw)!
+        let isNew = connections[evcon] == nil
+        let admitted = !isNew || limits.maxConnections.map { connections.count < $0 } ?? true
+        let connection = connections[evcon] ?? ServerConnection(server: self, evcon: evcon)
+        connections[evcon] = connection
+        let request = ServerRequest(raw: raw, method: method, server: self, connection: connection)
+        openRequestCount += 1
+        guard admitted else {
+            request.respond(HTTPError(status: 503, code: "too_many_connections",
+                                      message: "the server is at its limit of \(limits.maxConnections ?? 0) connections"),
+                            headers: [("Connection", "close"), ("Retry-After", "1")])
+            return
+        }
         if let violation = limitViolation(raw) {
             request.respond(violation, headers: [("Connection", "close")])
             return

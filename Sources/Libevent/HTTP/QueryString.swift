@@ -38,22 +38,29 @@ public enum QueryString {
     /// Percent-encodes everything but RFC 3986 unreserved characters, so the result is one
     /// path segment or one query value whatever it contains (`/`, `..`, `?`, `#`, `%`).
     public static func percentEncoded(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
+        guard !text.utf8.allSatisfy(isUnreserved) else { return text }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count * 3)
+        let hex = Array("0123456789ABCDEF".utf8)
         for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                out.unicodeScalars.append("%")
-                out.unicodeScalars.append(Unicode.Scalar(hex[Int(byte >> 4)]))
-                out.unicodeScalars.append(Unicode.Scalar(hex[Int(byte & 0xF)]))
+            if isUnreserved(byte) {
+                out.append(byte)
+            } else {
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"):
+            true
+        default:
+            false
+        }
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -7,17 +7,18 @@ import CLibevent
 /// bufferevent with a NULL read callback (evhttp's own read callback would abort the process
 /// on pipelined bytes) and keeps evhttp's write and event callbacks; EOF or an error then
 /// reaches evhttp's event callback, which detaches the request and frees the connection,
-/// calling the connection's close callback: ours. Streaming is covered by the same watch
+/// calling the connection's close callback. Streaming is covered by the same watch
 /// (evhttp reads with a NULL callback while writing, too).
 ///
 /// The read timeout is lifted while watching: a client that waits quietly for a slow answer
-/// or an event stream is not idle. It is restored when the answer is complete.
+/// or an event stream is not idle. It is restored when the answer is complete. The close
+/// callback itself belongs to the ``ServerConnection``, which hands the close to its open
+/// request.
 extension ServerRequest {
-    /// Starts watching the connection; the close callback holds one retain of `self`
-    /// until the connection closes or ``stopWatchingConnection()``.
+    /// Starts watching the connection: the request becomes its connection's open request.
     func watchConnection() {
-        guard isOpen, !isWatchingConnection, let raw, let connection = evhttp_request_get_connection(raw) else { return }
-        let bufferEvent = evhttp_connection_get_bufferevent(connection)
+        guard isOpen, !isWatchingConnection, let server else { return }
+        let bufferEvent = connection.bufferEvent
         var readCallback: bufferevent_data_cb?
         var writeCallback: bufferevent_data_cb?
         var eventCallback: bufferevent_event_cb?
@@ -28,9 +29,7 @@ extension ServerRequest {
         bufferevent_set_timeouts(bufferEvent, nil, &writeTimeout)
         bufferevent_enable(bufferEvent, Int16(EV_READ))
         isWatchingConnection = true
-        evhttp_connection_set_closecb(connection, { _, context in
-            Unmanaged<ServerRequest>.fromOpaque(context!).takeRetainedValue().connectionClosed()
-        }, Unmanaged.passRetained(self).toOpaque())
+        connection.openRequest = self
     }
 
     /// Stops watching before a normal answer: keep-alive connections are reused, and a
@@ -38,16 +37,14 @@ extension ServerRequest {
     func stopWatchingConnection() {
         guard isWatchingConnection else { return }
         isWatchingConnection = false
-        if let raw, let connection = evhttp_request_get_connection(raw) {
-            evhttp_connection_set_closecb(connection, nil, nil)
-            var timeout = timeval(server.limits.timeout)
-            bufferevent_set_timeouts(evhttp_connection_get_bufferevent(connection), &timeout, &timeout)
-        }
-        Unmanaged.passUnretained(self).release()
+        connection.openRequest = nil
+        guard let server else { return }
+        var timeout = timeval(server.limits.timeout)
+        bufferevent_set_timeouts(connection.bufferEvent, &timeout, &timeout)
     }
 
-    /// The close callback: the connection is being freed while this request was open.
-    private func connectionClosed() {
+    /// The connection is being freed while this request was open.
+    func connectionClosed() {
         isWatchingConnection = false
         guard let raw else { return }
         self.raw = nil
@@ -60,6 +57,7 @@ extension ServerRequest {
         state = .disconnected
         let onDisconnect = self.onDisconnect
         releaseCallbacks()
+        server?.completed(self)
         onDisconnect?()
     }
 }

@@ -15,17 +15,18 @@ extension ServerRequest {
         guard state == .open, let raw else { return }
         addHeaders(headers, to: raw)
         state = .streaming
+        self.status = status
         evhttp_send_reply_start(raw, Int32(status), HTTPStatus.reasonPhrase(status))
     }
 
     /// Writes one chunk; ``onDrained`` runs once the socket has taken all pending output.
     /// Ignored unless streaming (after a disconnect, writes are dropped).
     public func write(_ bytes: some Collection<UInt8>) {
-        guard state == .streaming, let raw, !bytes.isEmpty else { return }
+        guard state == .streaming, let raw, let server, !bytes.isEmpty else { return }
         let buffer = server.scratchBuffer
         EventBuffer.append(bytes, to: buffer)
-        // The context is unretained: while streaming, the connection watch holds `self`, and
-        // evhttp replaces this callback when the stream ends.
+        // The context is unretained: while streaming, the connection holds `self` as its open
+        // request, and evhttp replaces this callback when the stream ends.
         evhttp_send_reply_chunk_with_cb(raw, buffer, { _, context in
             Unmanaged<ServerRequest>.fromOpaque(context!).takeUnretainedValue().onDrained?()
         }, Unmanaged.passUnretained(self).toOpaque())
@@ -35,16 +36,15 @@ extension ServerRequest {
     /// so a client that stops reading holds at most that much memory: with the drained
     /// signal, what waits for it is bounded by this buffer plus one chunk.
     public func limitSocketSendBuffer(to bytes: Int) {
-        guard let raw, let connection = evhttp_request_get_connection(raw) else { return }
+        guard raw != nil else { return }
         var size = Int32(clamping: bytes)
-        setsockopt(bufferevent_getfd(evhttp_connection_get_bufferevent(connection)), SOL_SOCKET, SO_SNDBUF, &size,
-                   socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(bufferevent_getfd(connection.bufferEvent), SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Bytes written but not yet taken by the socket.
     public var pendingOutputBytes: Int {
-        guard let raw, let connection = evhttp_request_get_connection(raw) else { return 0 }
-        return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(connection)))
+        guard raw != nil else { return 0 }
+        return evbuffer_get_length(bufferevent_get_output(connection.bufferEvent))
     }
 
     /// Ends the stream (the last chunk) and hands the connection back to libevent.
@@ -55,5 +55,6 @@ extension ServerRequest {
         self.raw = nil
         evhttp_send_reply_end(raw)
         releaseCallbacks()
+        server?.completed(self)
     }
 }

@@ -33,21 +33,37 @@ public final class ServerRequest {
     public internal(set) var state: State = .open
     /// Path parameters filled in by a ``Router`` match, e.g. `["id": "42"]`.
     public var parameters: [String: String] = [:]
+    /// The pattern of the route that handled it (`/streams/{id}/triggers/{name}`), for logs
+    /// and metrics.
+    public var route: String?
+    /// Headers added to whatever answer the request gets (e.g. CORS).
+    public var responseHeaders: [(String, String)] = []
     /// Runs once if the client disconnects while the request is open or streaming.
     public var onDisconnect: (() -> Void)?
     /// Runs each time a streamed answer's output has been fully written to the socket.
     public var onDrained: (() -> Void)?
 
+    /// When the request was received.
+    public let receivedAt: ContinuousClock.Instant
+    /// The status answered (set when the answer or the stream starts).
+    public internal(set) var status: Int?
+
     /// The `evhttp_request`, while borrowed (nil once finished or disconnected).
     var raw: OpaquePointer?
-    let server: HTTPServer
-    /// Whether the close callback holds a retain on this object (see `+Disconnect`).
+    /// Weak: a pipeline may answer after the server is gone (the answer is then dropped),
+    /// and a server freeing its connections closes its open requests from its deinit.
+    weak var server: HTTPServer?
+    let connection: ServerConnection
+    /// Whether the request is its connection's open request (see `+Disconnect`).
     var isWatchingConnection = false
 
-    init(raw: OpaquePointer, method: HTTPMethod, server: HTTPServer) {
+    init(raw: OpaquePointer, method: HTTPMethod, server: HTTPServer, connection: ServerConnection) {
         self.raw = raw
         self.method = method
         self.server = server
+        self.connection = connection
+        receivedAt = .now
+        uri = evhttp_request_get_uri(raw).map { String(cString: $0) } ?? ""
     }
 
     /// Whether the handler may still answer.
@@ -55,8 +71,8 @@ public final class ServerRequest {
 
     // MARK: - Reading the request
 
-    /// The request target as sent, e.g. `/groups?x=1`.
-    public private(set) lazy var uri: String = raw.flatMap { evhttp_request_get_uri($0) }.map { String(cString: $0) } ?? ""
+    /// The request target as sent, e.g. `/groups?x=1` (kept after the answer, for the access log).
+    public let uri: String
 
     /// The path, still percent-encoded, e.g. `/streams/ab%2Fc/inputs/q`.
     public private(set) lazy var path: String = {
@@ -96,10 +112,9 @@ public final class ServerRequest {
 
     /// The client's address and port, e.g. `("127.0.0.1", 50312)`.
     public var peer: (host: String, port: UInt16)? {
-        guard let raw, let connection = evhttp_request_get_connection(raw) else { return nil }
         var address: UnsafeMutablePointer<CChar>?
         var port: UInt16 = 0
-        evhttp_connection_get_peer(connection, &address, &port)
+        evhttp_connection_get_peer(connection.evcon, &address, &port)
         return address.map { (String(cString: $0), port) }
     }
 
@@ -113,9 +128,11 @@ public final class ServerRequest {
         let output = evhttp_request_get_output_buffer(raw)
         EventBuffer.append(body, to: output!)
         state = .finished
+        self.status = status
         self.raw = nil
         evhttp_send_reply(raw, Int32(status), HTTPStatus.reasonPhrase(status), nil)
         releaseCallbacks()
+        server?.completed(self)
     }
 
     /// Answers with a UTF-8 text body.
@@ -134,11 +151,13 @@ public final class ServerRequest {
     }
 
     func addHeaders(_ headers: [(String, String)], to raw: OpaquePointer) {
-        guard !headers.isEmpty else { return }
+        guard !headers.isEmpty || !responseHeaders.isEmpty else { return }
         let output = evhttp_request_get_output_headers(raw)
-        for (name, value) in headers {
-            evhttp_remove_header(output, name)
-            evhttp_add_header(output, name, value)
+        for list in [responseHeaders, headers] {
+            for (name, value) in list {
+                evhttp_remove_header(output, name)
+                evhttp_add_header(output, name, value)
+            }
         }
     }
 

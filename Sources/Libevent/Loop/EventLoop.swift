@@ -41,7 +41,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Creates a loop owned by the calling thread until ``run()`` is called elsewhere.
     public init() throws(LibeventError) {
         Self.enableThreading
-        base = try LibeventError.unwrap(event_base_new(), "event_base_new")
+        base = try Self.makeBase()
         let context = Unmanaged.passUnretained(self).toOpaque()
         wakeup = event_new(base, -1, 0, { _, _, context in
             Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue().drainSubmitted()
@@ -64,6 +64,16 @@ public final class EventLoop: @unchecked Sendable {
         _ = evthread_use_pthreads()
         signal(SIGPIPE, SIG_IGN)
     }()
+
+    /// An epoll base that batches interest changes (EPOLL_USE_CHANGELIST): evhttp enables and
+    /// disables reading and writing several times per request, and the changelist turns those
+    /// into at most one `epoll_ctl` per file descriptor and loop turn.
+    private static func makeBase() throws(LibeventError) -> OpaquePointer {
+        guard let config = event_config_new() else { throw LibeventError(call: "event_config_new") }
+        defer { event_config_free(config) }
+        event_config_set_flag(config, Int32(EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
+        return try LibeventError.unwrap(event_base_new_with_config(config), "event_base_new_with_config")
+    }
 
     /// Runs the loop on the calling thread until ``stop()``; it keeps running with nothing
     /// to do, waiting for work from ``execute(_:)``.

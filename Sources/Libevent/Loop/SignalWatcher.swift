@@ -1,10 +1,14 @@
 import CLibevent
+import Glibc
 
 /// Runs an action on the loop when the process receives a signal (SIGINT, SIGTERM, ...),
 /// through a libevent signal event, so the action runs as an ordinary loop callback rather
 /// than inside a signal handler. Loop-confined; dropping the watcher stops watching.
 ///
 /// libevent delivers a signal to one `event_base` per process: watch signals on one loop.
+/// The signal is unblocked on the calling thread (make the watcher on the loop's thread): a
+/// process can inherit a mask that blocks it, e.g. when spawned from a thread of a dispatch
+/// pool, and a signal blocked everywhere never reaches libevent's handler.
 ///
 /// ```swift
 /// let onTerm = try SignalWatcher(loop: loop, signal: SIGTERM) { server.shutDown() }
@@ -26,6 +30,10 @@ public final class SignalWatcher {
             }, context),
             "event_new", detail: "signal \(signal)")
         try LibeventError.check(event_add(event, nil), "event_add", detail: "signal \(signal)")
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        sigaddset(&unblocked, signal)
+        pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
     }
 
     deinit {

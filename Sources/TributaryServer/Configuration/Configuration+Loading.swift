@@ -35,7 +35,10 @@ extension Configuration {
     private init(yaml root: YAMLSection) throws(ConfigurationError) {
         try root.allowOnly(["server", "sse", "upstreams", "resources"])
         if let section = try root.section("server") {
-            try section.allowOnly(["listen", "workers", "logLevel", "requestTimeout", "maxHeaderBytes", "maxBodyBytes"])
+            try section.allowOnly([
+                "listen", "workers", "logLevel", "requestTimeout", "maxHeaderBytes", "maxBodyBytes", "maxConnections",
+                "shutdownTimeout", "adminToken", "corsOrigins",
+            ])
             if let text = try section.string("listen") {
                 guard let address = ListenAddress(text) else {
                     throw ConfigurationError(section.location("listen"), "expected HOST:PORT, found \"\(text)\"")
@@ -47,12 +50,17 @@ extension Configuration {
             server.requestTimeout = try section.duration("requestTimeout") ?? server.requestTimeout
             server.maxHeaderBytes = try section.integer("maxHeaderBytes", atLeast: 1024) ?? server.maxHeaderBytes
             server.maxBodyBytes = try section.integer("maxBodyBytes", atLeast: 0) ?? server.maxBodyBytes
+            server.maxConnections = try section.integer("maxConnections", atLeast: 1) ?? server.maxConnections
+            server.shutdownTimeout = try section.duration("shutdownTimeout") ?? server.shutdownTimeout
+            server.adminToken = try section.string("adminToken").flatMap { $0.isEmpty ? nil : $0 }
+            server.corsOrigins = try section.strings("corsOrigins") ?? server.corsOrigins
         }
         if let section = try root.section("sse") {
-            try section.allowOnly(["heartbeat", "retry", "sendBuffer"])
+            try section.allowOnly(["heartbeat", "retry", "sendBuffer", "maxSubscribers"])
             sse.heartbeat = try section.duration("heartbeat") ?? sse.heartbeat
             sse.retry = try section.duration("retry") ?? sse.retry
             sse.sendBuffer = try section.integer("sendBuffer", atLeast: 4096) ?? sse.sendBuffer
+            sse.maxSubscribers = try section.integer("maxSubscribers", atLeast: 1) ?? sse.maxSubscribers
         }
         for (name, section) in try root.section("upstreams")?.namedSections() ?? [] {
             try section.allowOnly(["url", "timeout", "retries", "backoff", "poolSize", "maxResponseBytes"])
@@ -161,6 +169,10 @@ extension Configuration {
             server.workers = count
         }
         if let level = environment["TRIBUTARY_LOG_LEVEL"] { server.logLevel = level }
+        if let token = environment["TRIBUTARY_ADMIN_TOKEN"] { server.adminToken = token.isEmpty ? nil : token }
+        if let origins = environment["TRIBUTARY_CORS_ORIGINS"] {
+            server.corsOrigins = origins.split(separator: ",").map { String($0).trimmingSpaces }.filter { !$0.isEmpty }
+        }
         let prefix = "TRIBUTARY_UPSTREAM_"
         for (variable, url) in environment where variable.hasPrefix(prefix) {
             let upperName = String(variable.dropFirst(prefix.count))

@@ -27,11 +27,22 @@ public struct Configuration: Sendable {
         public var maxHeaderBytes = 16 * 1024
         /// `maxBodyBytes`: larger request bodies get 413.
         public var maxBodyBytes = 1024 * 1024
+        /// `maxConnections`: client connections per worker; beyond it, 503.
+        public var maxConnections = 10_000
+        /// `shutdownTimeout`: how long a stop waits for requests in flight.
+        public var shutdownTimeout: Duration = .seconds(10)
+        /// `adminToken`, `TRIBUTARY_ADMIN_TOKEN`: when set, `POST /<name>/reload` needs
+        /// `Authorization: Bearer <token>`.
+        public var adminToken: String?
+        /// `corsOrigins`, `TRIBUTARY_CORS_ORIGINS` (comma-separated): origins whose pages may
+        /// call the service (`*`: any).
+        public var corsOrigins: [String] = []
 
         public init() {}
 
         var limits: HTTPServer.Limits {
-            HTTPServer.Limits(maxHeaderBytes: maxHeaderBytes, maxBodyBytes: maxBodyBytes, timeout: requestTimeout)
+            HTTPServer.Limits(
+                maxHeaderBytes: maxHeaderBytes, maxBodyBytes: maxBodyBytes, timeout: requestTimeout, maxConnections: maxConnections)
         }
     }
 
@@ -44,6 +55,8 @@ public struct Configuration: Sendable {
         /// `sendBuffer`: the kernel send buffer of each stream's socket, in bytes: what a
         /// client that stops reading can hold, beyond the one event waiting for it.
         public var sendBuffer = 64 * 1024
+        /// `maxSubscribers`: live streams per worker; beyond it, 503.
+        public var maxSubscribers = 10_000
 
         public init() {}
     }

@@ -50,6 +50,22 @@ struct YAMLSection {
         return value
     }
 
+    /// A list of strings (`[a, b]` or a block sequence); a single value counts as a list of one.
+    func strings(_ key: String) throws(ConfigurationError) -> [String]? {
+        guard let node = mapping[key] else { return nil }
+        switch node {
+        case .scalar(let scalar): return [scalar.string]
+        case .sequence(let sequence):
+            var values: [String] = []
+            for element in sequence {
+                guard case .scalar(let scalar) = element else { throw ConfigurationError(location(key), "expected a list of values") }
+                values.append(scalar.string)
+            }
+            return values
+        default: throw ConfigurationError(location(key), "expected a list of values")
+        }
+    }
+
     func integer(_ key: String, atLeast minimum: Int) throws(ConfigurationError) -> Int? {
         guard let text = try scalar(key) else { return nil }
         guard let value = Int(text), value >= minimum else {

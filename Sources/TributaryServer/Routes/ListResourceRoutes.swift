@@ -8,13 +8,15 @@ import OpenCombine
 ///   cancels it and every upstream call in flight.
 /// - `GET /<name>` with `Accept: text/event-stream`: the live stream (``EventStream``) of the
 ///   worker's shared pipeline (``LiveResource``).
-/// - `POST /<name>/reload`: refresh the shared pipeline now, for every subscriber.
+/// - `POST /<name>/reload`: refresh the shared pipeline now, for every subscriber (with the
+///   admin token, when one is configured).
 struct ListResourceRoutes {
     let resource: ListResource
     let live: LiveResource
     let streams: EventStreamHub
+    let admin: AdminToken
 
-    func register(in router: inout Router<(ServerRequest) -> Void>) {
+    func register(in router: inout Router<Route>) {
         let view = SharedLiveView(live)
         router.add(.get, "/\(resource.name)") { request in
             if request.acceptsEventStream {
@@ -24,6 +26,7 @@ struct ListResourceRoutes {
             }
         }
         router.add(.post, "/\(resource.name)/reload") { request in
+            guard admin.authorize(request) else { return }
             live.reload()
             request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#)
         }

@@ -6,13 +6,15 @@ import Libevent
 /// - `GET /<name>`: every row with its first page, as JSON.
 /// - `GET /<name>` with `Accept: text/event-stream`: a stream with a view of its own
 ///   (``RowsView``): triggers `loadMore` (`?topic=<id>`: that row's next page) and `reload`.
-/// - `POST /<name>/reload`: `reload` every live stream of the resource on this worker.
+/// - `POST /<name>/reload`: `reload` every live stream of the resource on this worker (with the
+///   admin token, when one is configured).
 struct PagedListRoutes {
     let resource: PagedListResource
     let argument: String
     let streams: EventStreamHub
+    let admin: AdminToken
 
-    func register(in router: inout Router<(ServerRequest) -> Void>) {
+    func register(in router: inout Router<Route>) {
         router.add(.get, "/\(resource.name)") { request in
             if request.acceptsEventStream {
                 streams.open(request, resource: resource.name, view: RowsView(resource, argument: argument))
@@ -21,6 +23,7 @@ struct PagedListRoutes {
             }
         }
         router.add(.post, "/\(resource.name)/reload") { request in
+            guard admin.authorize(request) else { return }
             for view in streams.views(of: resource.name) { try? view.activate("reload", arguments: [:]) }
             request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#)
         }

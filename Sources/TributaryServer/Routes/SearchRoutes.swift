@@ -12,7 +12,7 @@ struct SearchRoutes {
     let streams: EventStreamHub
     let scheduler: EventLoopScheduler
 
-    func register(in router: inout Router<(ServerRequest) -> Void>) {
+    func register(in router: inout Router<Route>) {
         router.add(.get, "/\(resource.name)") { request in
             let query = request.queryParameters[resource.definition.parameter] ?? ""
             guard query.count <= SearchView.maximumQueryLength else {

@@ -14,7 +14,7 @@ struct StreamControlRoutes {
 
     let streams: EventStreamHub
 
-    func register(in router: inout Router<(ServerRequest) -> Void>) {
+    func register(in router: inout Router<Route>) {
         router.add(.post, "/streams/{id}/triggers/{name}") { request in
             control(request) { view, name throws(ControlError) in
                 try view.activate(name, arguments: request.queryParameters)

@@ -1,4 +1,5 @@
 import Aggregation
+import CoreMetrics
 import Libevent
 import OpenCombine
 
@@ -10,6 +11,7 @@ final class EventStreamHub {
     private let settings: Configuration.EventStreams
     private var streams: [StreamID: EventStream] = [:]
     private var heartbeatTimer: LoopTimer!
+    private var subscriberGauges: [String: Meter] = [:]
 
     init(loop: EventLoop, settings: Configuration.EventStreams) {
         self.settings = settings
@@ -22,16 +24,31 @@ final class EventStreamHub {
     /// Live streams now.
     var count: Int { streams.count }
 
-    /// Answers `request` with an event stream of `view`, a view of `resource`.
-    @discardableResult
-    func open(_ request: ServerRequest, resource: String, view: any LiveViewModel) -> StreamID {
-        let stream = EventStream(id: .random(), request: request, resource: resource, view: view) { [unowned self] closed in
+    /// Answers `request` with an event stream of `view`, a view of `resource` (503 when the
+    /// worker has `sse.maxSubscribers` streams already). The gauge
+    /// `tributary_sse_subscribers{resource}` counts the live streams.
+    func open(_ request: ServerRequest, resource: String, view: @autoclosure () -> any LiveViewModel) {
+        guard streams.count < settings.maxSubscribers else {
+            return request.respond(HTTPError(status: 503, code: "too_many_subscribers",
+                                             message: "the server is at its limit of \(settings.maxSubscribers) live streams"),
+                                   headers: [("Retry-After", "5")])
+        }
+        let subscribers = gauge(for: resource)
+        let stream = EventStream(id: .random(), request: request, resource: resource, view: view()) { [unowned self] closed in
             streams[closed.id] = nil
+            subscribers.decrement()
         }
         streams[stream.id] = stream
+        subscribers.increment()
         request.limitSocketSendBuffer(to: settings.sendBuffer)
         stream.start(retry: settings.retry)
-        return stream.id
+    }
+
+    private func gauge(for resource: String) -> Meter {
+        if let meter = subscriberGauges[resource] { return meter }
+        let meter = Meter(label: "tributary_sse_subscribers", dimensions: [("resource", resource)])
+        subscriberGauges[resource] = meter
+        return meter
     }
 
     /// The view model of the live stream named `id`, if there is one.

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# GET /groups against the peers of ../shared/bench (Go, Node, Hummingbird + AsyncHTTPClient,
+# aiohttp), side by side in one run with the same nginx fixture and wrk settings: throughput
+# with no upstream delay, then latency with a delayed upstream. Prints the harness's tables.
+#
+#   Benchmarks/groups.sh N [DELAY_MS=20]          e.g. Benchmarks/groups.sh 10, Benchmarks/groups.sh 100
+#
+# Env: PEERS="go hb node aiohttp" ROUNDS=2 (and everything ../shared/bench/bench-all.sh reads).
+# The shared harness is read-only, so it is copied to $BENCH_COPY (default
+# /tmp/tributary-bench) and missing peers are built there once (Hummingbird takes minutes).
+# Tributary runs from the release build with its access log off (the peers log nothing).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+n=${1:?usage: groups.sh N [DELAY_MS]}
+delay=${2:-20}
+source_dir=${BENCH_SOURCE:-$root/../shared/bench}
+copy=${BENCH_COPY:-/tmp/tributary-bench}
+peers=${PEERS:-go hb node aiohttp}
+
+if [ ! -d "$copy" ]; then
+    cp -r "$source_dir" "$copy"
+    chmod -R u+w "$copy"
+fi
+for peer in $peers; do
+    case $peer in
+        go) [ -x "$copy/peers/go/peer-go" ] || (cd "$copy/peers/go" && GOFLAGS=-mod=mod GOPROXY=off go build -o peer-go .) ;;
+        hb) [ -x "$copy/peers/hummingbird/peer-hb/.build/release/peer-hb" ] ||
+                swift build -c release --package-path "$copy/peers/hummingbird/peer-hb" ;;
+        aiohttp|aiohttp-uvloop) python3 -c 'import aiohttp' 2>/dev/null || pip install -q -r "$copy/peers/aiohttp/requirements.txt" ;;
+    esac
+done
+
+(cd "$root" && swift build -c release --product tributary >/dev/null)
+export TRIBUTARY_BIN="$root/.build/release/tributary"
+export TRIBUTARY_CONFIG="$root/config/tributary.yaml"
+export TRIBUTARY_LOG_LEVEL=warning
+export PEERS="$peers" ROUNDS=${ROUNDS:-2}
+exec "$copy/bench-all.sh" "$n" "$delay"

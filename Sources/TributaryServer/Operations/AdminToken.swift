@@ -1,0 +1,33 @@
+import Libevent
+
+/// The admin token (`server.adminToken`, `TRIBUTARY_ADMIN_TOKEN`) that reload endpoints
+/// require when it is set, as `Authorization: Bearer <token>`.
+struct AdminToken {
+    let token: String?
+
+    /// Whether `request` may use an admin endpoint; answers 401 when not.
+    func authorize(_ request: ServerRequest) -> Bool {
+        guard let token else { return true }
+        let presented = request.header("Authorization").flatMap { header -> String? in
+            guard header.hasPrefix("Bearer ") else { return nil }
+            return String(header.dropFirst("Bearer ".count))
+        }
+        guard let presented, Self.constantTimeEqual(presented, token) else {
+            request.respond(HTTPError(status: 401, code: "unauthorized", message: "this endpoint needs Authorization: Bearer <admin token>"),
+                            headers: [("WWW-Authenticate", "Bearer")])
+            return false
+        }
+        return true
+    }
+
+    /// Compares without stopping at the first difference, so timing does not reveal a prefix.
+    private static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let left = Array(a.utf8)
+        let right = Array(b.utf8)
+        var difference = UInt8(left.count == right.count ? 0 : 1)
+        for index in 0..<max(left.count, right.count) {
+            difference |= (index < left.count ? left[index] : 0) ^ (index < right.count ? right[index] : 0)
+        }
+        return difference == 0
+    }
+}

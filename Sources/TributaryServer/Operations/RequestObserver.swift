@@ -1,0 +1,58 @@
+import CoreMetrics
+import Libevent
+import Logging
+
+/// Sees every request end: one access log line (at `info`) with method, target, status and
+/// duration, and the request metrics:
+///
+/// - `tributary_http_requests_total{route,method,status}` (`status="disconnected"` when the
+///   client left before the answer: its pipeline was cancelled)
+/// - `tributary_http_request_duration_seconds{route}`
+///
+/// `route` is the route's pattern (`/streams/{id}/triggers/{name}`), never the raw path, so
+/// the label set stays small. Handles are cached per label set. Loop-confined.
+final class RequestObserver {
+    private let logger: Logger
+    private var counters: [String: Counter] = [:]
+    private var timers: [String: CoreMetrics.Timer] = [:]
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func completed(_ request: ServerRequest) {
+        let route = request.route ?? "unmatched"
+        let elapsed = ContinuousClock.now - request.receivedAt
+        let status = request.state == .disconnected ? "disconnected" : String(request.status ?? 0)
+        counter(route: route, method: request.method, status: status).increment()
+        timer(route: route).recordNanoseconds(Self.nanoseconds(elapsed))
+        logger.info("\(request.method.rawValue) \(request.uri) \(status) \(Self.milliseconds(elapsed))ms",
+                    metadata: ["route": "\(route)"])
+    }
+
+    private func counter(route: String, method: HTTPMethod, status: String) -> Counter {
+        let key = route + " " + method.rawValue + " " + status
+        if let counter = counters[key] { return counter }
+        let counter = Counter(label: "tributary_http_requests_total",
+                              dimensions: [("route", route), ("method", method.rawValue), ("status", status)])
+        counters[key] = counter
+        return counter
+    }
+
+    private func timer(route: String) -> CoreMetrics.Timer {
+        if let timer = timers[route] { return timer }
+        let timer = CoreMetrics.Timer(label: "tributary_http_request_duration_seconds", dimensions: [("route", route)])
+        timers[route] = timer
+        return timer
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        let tenths = nanoseconds(duration) / 100_000
+        return "\(tenths / 10).\(tenths % 10)"
+    }
+}

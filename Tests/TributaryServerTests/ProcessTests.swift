@@ -1,0 +1,78 @@
+import Foundation
+import Libevent
+import Testing
+import TributaryTesting
+
+@Suite("The tributary process: graceful shutdown, access log, workers")
+struct ProcessTests {
+    static func yaml(upstream: String, shutdownTimeout: String = "5s", workers: Int = 1) -> String {
+        """
+        server:
+          workers: \(workers)
+          shutdownTimeout: \(shutdownTimeout)
+        upstreams:
+          tasks: {url: "\(upstream)", timeout: 10s, retries: 0}
+        resources:
+          groups:
+            kind: list
+            upstream: tasks
+            list: {path: /groups, items: result, id: id}
+            details: {path: "/groups/{id}/metadata", value: result}
+        """
+    }
+
+    @Test("SIGTERM: no new connections, event streams end cleanly, the request in flight is answered, exit 0")
+    func gracefulShutdown() async throws {
+        let fixture = TaskGroupsFixture(count: 3)
+        let slow = Observed(false)
+        let upstream = try await ScriptedUpstream.start { request in
+            fixture.reply(to: request, delay: slow.value && request.path != "/groups" ? .milliseconds(600) : .zero)!
+        }
+        let service = try await ServiceProcess(yaml: Self.yaml(upstream: upstream.baseURL))
+        let stream = try SSEClient(port: service.port, path: "/groups")
+        _ = try stream.next(type: "snapshot")
+        slow.update { $0 = true }
+        let inFlight = try TestConnection(port: service.port)
+        try inFlight.sendRequest("GET", "/groups")
+        #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 3 })
+
+        let exit = Task { await service.terminate() }
+        let answer = try inFlight.readResponse()
+        #expect(answer.status == 200)
+        #expect(answer.text == fixture.mergedJSON)
+        #expect(try stream.readToEnd().isEmpty, "the stream ends with its last chunk, not a reset")
+        #expect(await exit.value == 0)
+        #expect(throws: (any Error).self) { try TestConnection(port: service.port) }
+        #expect(service.output.value.contains("GET /groups 200"), "one access log line per request")
+        await upstream.shutdown()
+    }
+
+    @Test("SIGTERM with a request that outlives the deadline: the process still exits 0 in time")
+    func shutdownDeadline() async throws {
+        let fixture = TaskGroupsFixture(count: 1)
+        let upstream = try await ScriptedUpstream.start { request in request.path == "/groups" ? fixture.reply(to: request)! : .hang }
+        let service = try await ServiceProcess(yaml: Self.yaml(upstream: upstream.baseURL, shutdownTimeout: "300ms"))
+        let stuck = try TestConnection(port: service.port)
+        try stuck.sendRequest("GET", "/groups")
+        #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.path != "/groups" && $0.inFlight } })
+        let started = ContinuousClock.now
+        #expect(await service.terminate() == 0)
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(stuck.waitForClose())
+        #expect(service.output.value.contains("shutdown deadline passed"))
+        await upstream.shutdown()
+    }
+
+    @Test("--workers 2 serves on one port and stops cleanly")
+    func workers() async throws {
+        let fixture = TaskGroupsFixture(count: 2)
+        let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0)! }
+        let service = try await ServiceProcess(yaml: Self.yaml(upstream: upstream.baseURL), arguments: ["--workers", "2"])
+        #expect(service.output.value.contains("workers=2"))
+        for _ in 0..<20 {
+            #expect(try TestHTTP.get(port: service.port, "/groups").text == fixture.mergedJSON)
+        }
+        #expect(await service.terminate() == 0)
+        await upstream.shutdown()
+    }
+}
