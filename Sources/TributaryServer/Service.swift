@@ -1,10 +1,12 @@
+import Aggregation
 import Libevent
 public import Logging
 import Glibc
 import Synchronization
 
 /// Runs Tributary: `server.workers` workers, each an event loop on a thread of its own (the
-/// first on the calling thread), all listening on one port with SO_REUSEPORT. SIGINT and
+/// first on the calling thread), all listening on one port with SO_REUSEPORT. The first
+/// worker runs each live pipeline for all of them. SIGINT and
 /// SIGTERM stop it gracefully: no new connections, event streams ended, requests in flight
 /// answered within `server.shutdownTimeout`. Returns when every worker has stopped.
 public enum Service {
@@ -17,7 +19,7 @@ public enum Service {
         let port = try first.bind(reusePort: shared)
         var others: [(worker: LoopBound<Worker>, stopped: Latch<Void>)] = []
         for index in 1..<configuration.server.workers {
-            others.append(try startWorker(index, configuration: configuration, port: port, logger: logger))
+            others.append(try startWorker(index, configuration: configuration, port: port, liveOwner: first.ownedLiveResources, logger: logger))
         }
         let deadline = configuration.server.shutdownTimeout
         var stopping = false
@@ -41,7 +43,7 @@ public enum Service {
 
     /// Starts worker `index` on a thread of its own, listening on `port` with the others.
     private static func startWorker(
-        _ index: Int, configuration: Configuration, port: UInt16, logger: Logger
+        _ index: Int, configuration: Configuration, port: UInt16, liveOwner: [String: LoopBound<LiveResource>], logger: Logger
     ) throws -> (worker: LoopBound<Worker>, stopped: Latch<Void>) {
         let ready = Latch<Result<LoopBound<Worker>, any Error>>()
         let stopped = Latch<Void>()
@@ -50,7 +52,7 @@ public enum Service {
                 let loop = try EventLoop()
                 var workerLogger = logger
                 workerLogger[metadataKey: "worker"] = "\(index)"
-                let worker = try Worker(configuration: configuration, loop: loop, logger: workerLogger)
+                let worker = try Worker(configuration: configuration, loop: loop, logger: workerLogger, liveOwner: liveOwner)
                 try worker.bind(port: port, reusePort: true)
                 ready.set(.success(LoopBound(worker, loop: loop)))
                 try withExtendedLifetime(worker) { try loop.run() }

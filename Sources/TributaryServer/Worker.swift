@@ -1,4 +1,4 @@
-import Aggregation
+public import Aggregation
 public import Libevent
 public import Logging
 
@@ -21,11 +21,20 @@ public final class Worker {
     private let cors: CORSPolicy
     private let observer: RequestObserver
     private var router = Router<Route>()
+    /// The live pipelines this worker runs for the whole process (the first worker's).
+    public private(set) var ownedLiveResources: [String: LoopBound<LiveResource>] = [:]
+    private let liveOwner: [String: LoopBound<LiveResource>]?
     private var shutdown: (done: () -> Void, deadline: LoopTimer)?
     private var drainCheck: LoopTimer?
 
-    public init(configuration: Configuration, loop: EventLoop, logger: Logger) throws {
+    /// A worker on `loop`. The first worker of a process runs the live pipelines itself; pass
+    /// its ``ownedLiveResources`` as `liveOwner` to every other worker, which then bridges to
+    /// them, so each live resource has one pipeline however many workers serve it.
+    public init(
+        configuration: Configuration, loop: EventLoop, logger: Logger, liveOwner: [String: LoopBound<LiveResource>]? = nil
+    ) throws {
         _ = MetricsExport.registry  // metrics exist before any handle is made
+        self.liveOwner = liveOwner
         self.loop = loop
         self.configuration = configuration
         self.logger = logger
@@ -87,7 +96,14 @@ public final class Worker {
             switch resource {
             case .list(let settings):
                 let list = ListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
-                let live = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot)
+                let live: any LiveSource
+                if let owner = liveOwner?[name] {
+                    live = RemoteLiveResource(owner: owner, name: name, loop: loop)
+                } else {
+                    let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot)
+                    ownedLiveResources[name] = LoopBound(local, loop: loop)
+                    live = local
+                }
                 ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin).register(in: &router)
             case .pages(let settings):
                 let pages = PagedListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)

@@ -1,3 +1,4 @@
+import Aggregation
 import Libevent
 import Logging
 import TributaryServer
@@ -37,19 +38,25 @@ final class ServiceHarness: Sendable {
         """
     }
 
-    init(yaml: String) async throws {
+    /// The live pipelines this worker runs (pass them to another worker to share them).
+    let ownedLiveResources: [String: LoopBound<LiveResource>]
+
+    /// A worker from `yaml` on a free port; with `liveOwner`, it bridges to another worker's
+    /// live pipelines, as the workers of one process do.
+    init(yaml: String, liveOwner: [String: LoopBound<LiveResource>]? = nil) async throws {
         var configuration = try Configuration.load(yaml: yaml, file: "test.yaml")
         configuration.server.listen = ListenAddress(host: "127.0.0.1", port: 0)
         let thread = try LoopThread()
-        let (port, worker) = try await thread.run { [configuration] loop in
+        let (port, worker, owned) = try await thread.run { [configuration] loop in
             var logger = Logger(label: "test")
             logger.logLevel = .critical
-            let worker = try Worker(configuration: configuration, loop: loop, logger: logger)
-            return (try worker.bind(), LoopBound(worker, loop: loop))
+            let worker = try Worker(configuration: configuration, loop: loop, logger: logger, liveOwner: liveOwner)
+            return (try worker.bind(), LoopBound(worker, loop: loop), worker.ownedLiveResources)
         }
         self.port = port
         self.thread = thread
         self.worker = worker
+        ownedLiveResources = owned
     }
 
     func get(_ path: String, headers: [(String, String)] = []) throws -> TestResponse {

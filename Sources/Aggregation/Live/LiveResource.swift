@@ -24,7 +24,7 @@ public final class LiveResource {
     private let refreshes = Trigger()
     private let timer: LoopTimer
     /// The shared states; subscribing starts the pipeline, the last cancel stops it.
-    public private(set) var states: AnyPublisher<LiveState, Never>!
+    public let states: AnyPublisher<LiveState, Never>
 
     public init(name: String, refreshInterval: Duration, loop: EventLoop, snapshot: @escaping () -> AnyPublisher<JSON, ResourceError>) {
         self.name = name

@@ -36,12 +36,12 @@ public enum ControlError: Error, Equatable, Sendable {
     case invalidArgument(String)
 }
 
-/// The view of a resource everyone watches: the shared ``LiveResource``, whose `reload`
-/// trigger refreshes it for every subscriber.
+/// The view of a resource everyone watches: the shared live pipeline (``LiveSource``), whose
+/// `reload` trigger refreshes it for every subscriber.
 public final class SharedLiveView: LiveViewModel {
-    private let live: LiveResource
+    private let live: any LiveSource
 
-    public init(_ live: LiveResource) {
+    public init(_ live: any LiveSource) {
         self.live = live
     }
 

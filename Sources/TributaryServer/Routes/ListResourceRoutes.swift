@@ -7,12 +7,12 @@ import OpenCombine
 /// - `GET /<name>`: the snapshot as JSON, fetched for this request; a client that disconnects
 ///   cancels it and every upstream call in flight.
 /// - `GET /<name>` with `Accept: text/event-stream`: the live stream (``EventStream``) of the
-///   worker's shared pipeline (``LiveResource``).
+///   process's shared pipeline (``LiveSource``).
 /// - `POST /<name>/reload`: refresh the shared pipeline now, for every subscriber (with the
 ///   admin token, when one is configured).
 struct ListResourceRoutes {
     let resource: ListResource
-    let live: LiveResource
+    let live: any LiveSource
     let streams: EventStreamHub
     let admin: AdminToken
 

@@ -1,0 +1,46 @@
+import Libevent
+import Testing
+import TributaryTesting
+
+@Suite("Workers share one live pipeline per resource")
+struct WorkersTests {
+    @Test("subscribers on two workers share one upstream refresh; the last one leaving, anywhere, cancels it")
+    func oneRefreshForAllWorkers() async throws {
+        let fixture = Observed(TaskGroupsFixture(count: 4))
+        let hang = Observed(false)
+        let upstream = try await ScriptedUpstream.start { request in
+            hang.value && request.path != "/groups" ? .hang : fixture.value.reply(to: request)!
+        }
+        let yaml = ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "10s")
+        let owner = try await ServiceHarness(yaml: yaml)
+        let other = try await ServiceHarness(yaml: yaml, liveOwner: owner.ownedLiveResources)
+        #expect(other.ownedLiveResources.isEmpty)
+        var streams: [SSEClient] = []
+        for service in [owner, other, owner, other, owner, other] {
+            let stream = try service.events("/groups")
+            #expect(try stream.next(type: "snapshot").data == fixture.value.mergedJSON)
+            streams.append(stream)
+        }
+        let lists = { upstream.requests.filter { $0.path == "/groups" }.count }
+        #expect(lists() == 1)
+
+        fixture.update { $0.groups[0].taskCount = 999 }
+        #expect(try other.post("/groups/reload").status == 202)   // reaches the owner's pipeline
+        for stream in streams {
+            #expect(try stream.next(type: "snapshot").data == fixture.value.mergedJSON)
+        }
+        #expect(lists() == 2)
+
+        hang.update { $0 = true }
+        #expect(try owner.post("/groups/reload").status == 202)
+        #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 4 })
+        for (index, stream) in streams.enumerated() where index % 2 == 0 { stream.close() }   // all of the owner's
+        #expect(try owner.get("/healthz").status == 200)
+        #expect(upstream.requests.filter(\.inFlight).count == 4, "the other worker's subscribers keep it running")
+        for (index, stream) in streams.enumerated() where index % 2 == 1 { stream.close() }
+        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.allSatisfy { !$0.inFlight } })
+        await other.stop()
+        await owner.stop()
+        await upstream.shutdown()
+    }
+}
