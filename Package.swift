@@ -133,6 +133,27 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // MARK: - Fuzzing (scripts/fuzz): the checks, a libFuzzer target each, the corpus replayed
+
+        .target(
+            name: "FuzzChecks",
+            dependencies: ["Aggregation", "Libevent", "TributaryServer", "TributaryTesting"],
+            path: "Tests/Fuzz/FuzzChecks",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(name: "FuzzJSON", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/FuzzJSON", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "FuzzConfiguration", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/FuzzConfiguration", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "FuzzStreamControl", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/FuzzStreamControl", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "FuzzEventStream", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/FuzzEventStream", swiftSettings: strictSettings),
+        .testTarget(
+            name: "FuzzCorpusTests",
+            dependencies: ["FuzzChecks"],
+            exclude: [],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "BrowserTests",
             dependencies: ["TributaryTesting"],

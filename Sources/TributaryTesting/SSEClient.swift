@@ -32,7 +32,7 @@ public struct SSEParser: Sendable {
             }
             if byte == 0x0A || byte == 0x0D {
                 skipLineFeed = byte == 0x0D
-                if let event = line(String(decoding: pending, as: UTF8.self)) { events.append(event) }
+                if let event = line(pending) { events.append(event) }
                 pending.removeAll(keepingCapacity: true)
             } else {
                 pending.append(byte)
@@ -41,29 +41,27 @@ public struct SSEParser: Sendable {
         return events
     }
 
-    private mutating func line(_ line: String) -> ServerSentEvent? {
+    /// One line, split into field name and value by bytes, as the standard says (by code
+    /// points, not Swift's grapheme clusters: a combining mark after `data: ` must not glue
+    /// itself to the space).
+    private mutating func line(_ line: [UInt8]) -> ServerSentEvent? {
         if line.isEmpty { return dispatch() }
-        if line.hasPrefix(":") {
-            comments.append(String(line.dropFirst()))
+        if line.first == UInt8(ascii: ":") {
+            comments.append(String(decoding: line.dropFirst(), as: UTF8.self))
             log.append("comment")
             return nil
         }
-        let name: Substring
-        var value: Substring
-        if let colon = line.firstIndex(of: ":") {
-            name = line[..<colon]
-            value = line[line.index(after: colon)...]
-            if value.hasPrefix(" ") { value = value.dropFirst() }
-        } else {
-            name = line[...]
-            value = ""
-        }
+        let colon = line.firstIndex(of: UInt8(ascii: ":")) ?? line.endIndex
+        let name = String(decoding: line[..<colon], as: UTF8.self)
+        var valueStart = colon < line.endIndex ? colon + 1 : colon
+        if valueStart < line.endIndex && line[valueStart] == UInt8(ascii: " ") { valueStart += 1 }
+        let value = String(decoding: line[valueStart...], as: UTF8.self)
         switch name {
-        case "event": type = String(value)
-        case "data": data.append(String(value))
-        case "id": if !value.contains("\0") { id = String(value) }
+        case "event": type = value
+        case "data": data.append(value)
+        case "id": if !value.contains("\0") { id = value }
         case "retry":
-            if let milliseconds = Int(value) {
+            if !value.isEmpty, value.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let milliseconds = Int(value) {
                 retry = milliseconds
                 log.append("retry")
             }

@@ -112,13 +112,20 @@ public struct ListResource {
     }
 
     private func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
-        guard let details = definition.detailAt.value(in: document)?.objectValue, let members = item.objectValue else {
+        guard let details = definition.detailAt.value(in: document), let merged = Self.merge(item, details: details) else {
             let found = definition.detailAt.value(in: document)?.kindDescription ?? "nothing"
             return .failure(error(.upstreamMalformed, path,
                                   "upstream \(upstream.name): GET \(path): expected an object at \(definition.detailAt), found \(found)"))
         }
+        return .success(merged)
+    }
+
+    /// An item merged with its details: the item's members in order, then the details'
+    /// members it does not have (the list's values win); nil unless both are objects.
+    public static func merge(_ item: JSON, details: JSON) -> JSON? {
+        guard let members = item.objectValue, let extra = details.objectValue else { return nil }
         let known = Set(members.map(\.key))
-        return .success(.object(members + details.filter { !known.contains($0.key) }))
+        return .object(members + extra.filter { !known.contains($0.key) })
     }
 
     private func error(_ code: ResourceError.Code, _ path: String, _ message: String) -> ResourceError {

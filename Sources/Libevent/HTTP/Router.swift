@@ -17,12 +17,12 @@ public struct Router<Handler> {
         case notFound
     }
 
-    private enum Segment: Equatable {
+    fileprivate enum Segment: Equatable, Sendable {
         case literal(String)
         case parameter(String)
     }
 
-    private struct Route {
+    fileprivate struct Route {
         let method: HTTPMethod
         let segments: [Segment]
         let handler: Handler
@@ -73,3 +73,6 @@ public struct Router<Handler> {
         return parameters
     }
 }
+
+extension Router: Sendable where Handler: Sendable {}
+extension Router.Route: Sendable where Handler: Sendable {}

@@ -87,7 +87,7 @@ public struct Configuration: Sendable {
         case search(SearchSettings)
 
         /// The name of the upstream it calls.
-        var upstream: String {
+        public var upstream: String {
             switch self {
             case .list(let settings): settings.upstream
             case .pages(let settings): settings.upstream

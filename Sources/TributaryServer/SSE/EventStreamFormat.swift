@@ -1,5 +1,5 @@
 /// The `text/event-stream` wire format (WHATWG HTML §9.2): fields, events, comments.
-enum EventStreamFormat {
+public enum EventStreamFormat {
     /// The headers of every event stream: no caching, no proxy buffering.
     static let headers: [(String, String)] = [
         ("Content-Type", "text/event-stream"),
@@ -13,21 +13,27 @@ enum EventStreamFormat {
         return Array("retry: \(seconds * 1000 + attoseconds / 1_000_000_000_000_000)\n".utf8)
     }
 
-    /// One event. `data` may hold line breaks: each line becomes its own `data:` field,
-    /// which the client joins back with `\n`.
-    static func event(_ name: String, id: String? = nil, data: [UInt8]) -> [UInt8] {
+    /// One event. `data` may hold line breaks (LF, CR or CRLF): each line becomes its own
+    /// `data:` field, which the client joins back with LF.
+    public static func event(_ name: String, id: String? = nil, data: [UInt8]) -> [UInt8] {
         var frame = Array("event: \(name)\n".utf8)
         if let id { frame += Array("id: \(id)\n".utf8) }
         frame.reserveCapacity(frame.count + data.count + 16)
-        var lineStart = 0
-        for (index, byte) in data.enumerated() where byte == 0x0A || byte == 0x0D {
-            frame += Array("data: ".utf8) + data[lineStart..<index] + [0x0A]
-            lineStart = index + 1
+        let prefix = Array("data: ".utf8)
+        frame += prefix
+        var index = 0
+        while index < data.count {
+            let byte = data[index]
+            if byte == 0x0A || byte == 0x0D {
+                frame.append(0x0A)
+                frame += prefix
+                if byte == 0x0D && index + 1 < data.count && data[index + 1] == 0x0A { index += 1 }
+            } else {
+                frame.append(byte)
+            }
+            index += 1
         }
-        if lineStart <= data.count {
-            frame += Array("data: ".utf8) + data[lineStart...] + [0x0A]
-        }
-        frame.append(0x0A)
+        frame += [0x0A, 0x0A]
         return frame
     }
 

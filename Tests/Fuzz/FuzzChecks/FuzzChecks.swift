@@ -1,0 +1,113 @@
+import Aggregation
+import Foundation
+import Libevent
+import TributaryServer
+import TributaryTesting
+
+/// What each fuzz target checks, as plain functions: the libFuzzer executables call them on
+/// generated inputs, and `FuzzCorpusTests` replays the committed corpus through them, so a
+/// crash found once stays fixed. Each check stops the process (`precondition`) when an
+/// invariant breaks; inputs that are merely invalid must be refused, never crash.
+public enum FuzzChecks {
+    /// Upstream JSON: parsing never crashes; what we serialize parses back to the same
+    /// document, byte for byte stable, on one line; merging an item with its details keeps
+    /// the item's members first and adds only the missing ones.
+    public static func json(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let document = try? JSON(parsing: bytes) else { return }
+        let text = document.serialized
+        guard let reparsed = try? JSON(parsing: text) else { preconditionFailure("our own JSON does not parse: \(text)") }
+        precondition(reparsed == document, "serializing changed the document")
+        precondition(reparsed.serialized == text, "serializing is not stable")
+        precondition(!text.contains(0x0A) && !text.contains(0x0D), "serialized JSON holds a line break")
+        guard case .array(let pair) = document, pair.count == 2 else { return }
+        guard let merged = ListResource.merge(pair[0], details: pair[1]) else {
+            precondition(pair[0].objectValue == nil || pair[1].objectValue == nil, "merging two objects failed")
+            return
+        }
+        let item = pair[0].objectValue!
+        let members = merged.objectValue!
+        precondition(members.prefix(item.count).elementsEqual(item) { $0.key == $1.key && $0.value == $1.value },
+                     "the item's members are not kept first")
+        let added = members.dropFirst(item.count)
+        precondition(added.allSatisfy { extra in !item.contains { $0.key == extra.key } }, "a detail overwrote an item member")
+    }
+
+    /// Configuration: any text is loaded or refused with a message naming where; a loaded
+    /// configuration is consistent.
+    public static func configuration(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let yaml = String(decoding: bytes, as: UTF8.self)
+        do {
+            let configuration = try Configuration.load(yaml: yaml, file: "fuzz.yaml")
+            precondition(configuration.server.workers >= 1)
+            for (name, resource) in configuration.resources {
+                precondition(configuration.upstreams[resource.upstream] != nil, "resource \(name) names a missing upstream")
+            }
+        } catch {
+            precondition(!error.location.isEmpty && !error.problem.isEmpty, "an error that names nothing")
+        }
+    }
+
+    /// Stream control requests: paths, ids and query strings from clients. Stream ids are
+    /// exactly 32 lowercase hex digits; routing never crashes, and parameters survive being
+    /// encoded into a path and routed again; percent-encoding round-trips.
+    public static func streamControl(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        if let id = StreamID(text) {
+            precondition(id.description == text && text.utf8.count == 32, "a malformed stream id was accepted")
+        }
+        _ = QueryString.parse(text)
+        precondition(QueryString.percentDecoded(QueryString.percentEncoded(text)) == text, "percent-encoding does not round-trip")
+        for method in [HTTPMethod.get, .post, .put] {
+            guard case .found(let pattern, let parameters) = router.match(method, path: text) else { continue }
+            var rebuilt = pattern
+            for (name, value) in parameters {
+                rebuilt = rebuilt.replacingOccurrences(of: "{\(name)}", with: QueryString.percentEncoded(value))
+            }
+            guard case .found(_, let again) = router.match(method, path: rebuilt) else { preconditionFailure("\(rebuilt) no longer routes") }
+            precondition(again == parameters, "parameters changed when routed again")
+        }
+    }
+
+    /// Event stream framing: any data, line breaks included, arrives at a standard SSE parser
+    /// as one event with exactly that data (line breaks as LF).
+    public static func eventStream(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let data = Array(bytes)
+        var parser = SSEParser()
+        let events = parser.feed(EventStreamFormat.event("snapshot", id: "0123456789abcdef", data: data))
+        precondition(events.count == 1, "one event framed as \(events.count)")
+        // Line breaks normalized on bytes: string APIs that compare composed characters would
+        // not see a CR followed by a combining mark.
+        var normalized: [UInt8] = []
+        for (index, byte) in data.enumerated() where !(byte == 0x0A && index > 0 && data[index - 1] == 0x0D) {
+            normalized.append(byte == 0x0D ? 0x0A : byte)
+        }
+        let expected = String(decoding: normalized, as: UTF8.self)
+        precondition(events[0].data == expected, "the data changed on the way: \(events[0].data.debugDescription) != \(expected.debugDescription)")
+        precondition(events[0].type == "snapshot" && events[0].id == "0123456789abcdef")
+    }
+
+    private static let router: Router<String> = {
+        var router = Router<String>()
+        for (method, pattern) in [
+            (HTTPMethod.post, "/streams/{id}/triggers/{name}"), (.put, "/streams/{id}/inputs/{name}"),
+            (.get, "/groups"), (.post, "/groups/reload"), (.get, "/rows"), (.get, "/search"), (.get, "/healthz"),
+        ] {
+            router.add(method, pattern, pattern)
+        }
+        return router
+    }()
+}
+
+/// Runs `check` on every file under the given paths (files or directories): a fuzz
+/// target's corpus replayed without libFuzzer.
+public func replay(_ paths: [String], through check: (UnsafeBufferPointer<UInt8>) -> Void) throws -> Int {
+    var count = 0
+    for path in paths {
+        for file in try FileList.files(at: path) {
+            let bytes = try FileList.read(file)
+            bytes.withUnsafeBufferPointer(check)
+            count += 1
+        }
+    }
+    return count
+}
