@@ -148,15 +148,11 @@ let package = Package(
             name: "FuzzStreamControl", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/FuzzStreamControl", swiftSettings: strictSettings),
         .executableTarget(
             name: "FuzzEventStream", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/FuzzEventStream", swiftSettings: strictSettings),
-        .testTarget(
-            name: "FuzzCorpusTests",
-            dependencies: ["FuzzChecks"],
-            exclude: [],
-            swiftSettings: strictSettings
-        ),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], swiftSettings: strictSettings),
         .testTarget(
             name: "BrowserTests",
             dependencies: ["TributaryTesting"],
+            exclude: ["live-page.png"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -15,11 +15,13 @@ public enum Service {
         raiseOpenFileLimit(logger: logger)
         let shared = configuration.server.workers > 1
         let loop = try EventLoop()
-        let first = try Worker(configuration: configuration, loop: loop, logger: logger)
+        let directory = StreamDirectory()
+        let first = try Worker(configuration: configuration, loop: loop, logger: logger, directory: directory)
         let port = try first.bind(reusePort: shared)
         var others: [(worker: LoopBound<Worker>, stopped: Latch<Void>)] = []
         for index in 1..<configuration.server.workers {
-            others.append(try startWorker(index, configuration: configuration, port: port, liveOwner: first.ownedLiveResources, logger: logger))
+            others.append(try startWorker(
+                index, configuration: configuration, port: port, liveOwner: first.ownedLiveResources, directory: directory, logger: logger))
         }
         let deadline = configuration.server.shutdownTimeout
         var stopping = false
@@ -43,7 +45,8 @@ public enum Service {
 
     /// Starts worker `index` on a thread of its own, listening on `port` with the others.
     private static func startWorker(
-        _ index: Int, configuration: Configuration, port: UInt16, liveOwner: [String: LoopBound<LiveResource>], logger: Logger
+        _ index: Int, configuration: Configuration, port: UInt16, liveOwner: [String: LoopBound<LiveResource>],
+        directory: StreamDirectory, logger: Logger
     ) throws -> (worker: LoopBound<Worker>, stopped: Latch<Void>) {
         let ready = Latch<Result<LoopBound<Worker>, any Error>>()
         let stopped = Latch<Void>()
@@ -52,7 +55,8 @@ public enum Service {
                 let loop = try EventLoop()
                 var workerLogger = logger
                 workerLogger[metadataKey: "worker"] = "\(index)"
-                let worker = try Worker(configuration: configuration, loop: loop, logger: workerLogger, liveOwner: liveOwner)
+                let worker = try Worker(
+                    configuration: configuration, loop: loop, logger: workerLogger, liveOwner: liveOwner, directory: directory)
                 try worker.bind(port: port, reusePort: true)
                 ready.set(.success(LoopBound(worker, loop: loop)))
                 try withExtendedLifetime(worker) { try loop.run() }

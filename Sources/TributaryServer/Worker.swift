@@ -18,6 +18,7 @@ public final class Worker {
     let server: HTTPServer
     let client: UpstreamClient
     let streams: EventStreamHub
+    private let directory: StreamDirectory
     private let cors: CORSPolicy
     private let observer: RequestObserver
     private var router = Router<Route>()
@@ -30,8 +31,11 @@ public final class Worker {
     /// A worker on `loop`. The first worker of a process runs the live pipelines itself; pass
     /// its ``ownedLiveResources`` as `liveOwner` to every other worker, which then bridges to
     /// them, so each live resource has one pipeline however many workers serve it.
+    /// Workers of one process share one `directory` of live streams, so any worker can reach a
+    /// stream's triggers and inputs.
     public init(
-        configuration: Configuration, loop: EventLoop, logger: Logger, liveOwner: [String: LoopBound<LiveResource>]? = nil
+        configuration: Configuration, loop: EventLoop, logger: Logger, liveOwner: [String: LoopBound<LiveResource>]? = nil,
+        directory: StreamDirectory = StreamDirectory()
     ) throws {
         _ = MetricsExport.registry  // metrics exist before any handle is made
         self.liveOwner = liveOwner
@@ -39,7 +43,8 @@ public final class Worker {
         self.configuration = configuration
         self.logger = logger
         client = UpstreamClient(loop: loop)
-        streams = EventStreamHub(loop: loop, settings: configuration.sse)
+        self.directory = directory
+        streams = EventStreamHub(loop: loop, settings: configuration.sse, directory: directory)
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         observer = RequestObserver(logger: logger)
         server = try HTTPServer(loop: loop, limits: configuration.server.limits) { _ in }
@@ -107,13 +112,14 @@ public final class Worker {
                 ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin).register(in: &router)
             case .pages(let settings):
                 let pages = PagedListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
-                PagedListRoutes(resource: pages, argument: settings.loadMoreArgument, streams: streams, admin: admin).register(in: &router)
+                PagedListRoutes(resource: pages, argument: settings.loadMoreArgument, streams: streams, directory: directory, admin: admin)
+                    .register(in: &router)
             case .search(let settings):
                 let search = SearchResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
                 SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop)).register(in: &router)
             }
         }
-        StreamControlRoutes(streams: streams).register(in: &router)
+        StreamControlRoutes(directory: directory, loop: loop).register(in: &router)
         OperationsRoutes().register(in: &router)
     }
 

@@ -24,6 +24,7 @@ struct ConfigurationTests {
         let configuration = try Configuration.load(yaml: Self.shipped, file: "config/tributary.yaml")
         #expect(Set(configuration.upstreams.keys) == ["tasks", "media", "search"])
         #expect(configuration.server.listen == ListenAddress(host: "127.0.0.1", port: 8080))
+        #expect(configuration.server.workers == ProcessInfo.processInfo.activeProcessorCount, "workers: auto")
         guard case .list(let groups) = configuration.resources["groups"] else {
             Issue.record("no groups resource")
             return
@@ -74,7 +75,7 @@ struct ConfigurationTests {
         #expect(problem(Self.shipped, overrides: .init(upstreams: ["tasks"]))?.hasPrefix("--upstream: expected NAME=URL") == true)
         #expect(problem(Self.shipped, environment: ["TRIBUTARY_UPSTREAM_NOPE": "http://x"])?.hasPrefix("TRIBUTARY_UPSTREAM_NOPE: no upstream named nope") == true)
         #expect(problem(Self.shipped, environment: ["TRIBUTARY_LISTEN": "x"])?.hasPrefix("TRIBUTARY_LISTEN: expected HOST:PORT") == true)
-        #expect(problem(Self.shipped, environment: ["TRIBUTARY_WORKERS": "0"])?.hasPrefix("TRIBUTARY_WORKERS: expected a whole number") == true)
+        #expect(problem(Self.shipped, environment: ["TRIBUTARY_WORKERS": "0"])?.hasPrefix("TRIBUTARY_WORKERS: expected a whole number ≥ 1 or auto") == true)
     }
 
     @Test("the binary refuses an invalid configuration with the key in its message and a non-zero exit")

@@ -43,14 +43,14 @@ final class ServiceHarness: Sendable {
 
     /// A worker from `yaml` on a free port; with `liveOwner`, it bridges to another worker's
     /// live pipelines, as the workers of one process do.
-    init(yaml: String, liveOwner: [String: LoopBound<LiveResource>]? = nil) async throws {
+    init(yaml: String, liveOwner: [String: LoopBound<LiveResource>]? = nil, directory: StreamDirectory = StreamDirectory()) async throws {
         var configuration = try Configuration.load(yaml: yaml, file: "test.yaml")
         configuration.server.listen = ListenAddress(host: "127.0.0.1", port: 0)
         let thread = try LoopThread()
         let (port, worker, owned) = try await thread.run { [configuration] loop in
             var logger = Logger(label: "test")
             logger.logLevel = .critical
-            let worker = try Worker(configuration: configuration, loop: loop, logger: logger, liveOwner: liveOwner)
+            let worker = try Worker(configuration: configuration, loop: loop, logger: logger, liveOwner: liveOwner, directory: directory)
             return (try worker.bind(), LoopBound(worker, loop: loop), worker.ownedLiveResources)
         }
         self.port = port

@@ -1,4 +1,5 @@
 import Libevent
+import TributaryServer
 import Testing
 import TributaryTesting
 
@@ -12,8 +13,9 @@ struct WorkersTests {
             hang.value && request.path != "/groups" ? .hang : fixture.value.reply(to: request)!
         }
         let yaml = ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "10s")
-        let owner = try await ServiceHarness(yaml: yaml)
-        let other = try await ServiceHarness(yaml: yaml, liveOwner: owner.ownedLiveResources)
+        let directory = StreamDirectory()
+        let owner = try await ServiceHarness(yaml: yaml, directory: directory)
+        let other = try await ServiceHarness(yaml: yaml, liveOwner: owner.ownedLiveResources, directory: directory)
         #expect(other.ownedLiveResources.isEmpty)
         var streams: [SSEClient] = []
         for service in [owner, other, owner, other, owner, other] {
@@ -41,6 +43,42 @@ struct WorkersTests {
         #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.allSatisfy { !$0.inFlight } })
         await other.stop()
         await owner.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("a stream's triggers and inputs work through whichever worker the request reaches")
+    func streamControlAcrossWorkers() async throws {
+        let media = Observed(MediaFixture(topics: ["a", "b"]))
+        let upstream = try await ScriptedUpstream.start { media.value.reply(to: $0) ?? SearchFixture.reply(to: $0) ?? .json("{}", status: 404) }
+        let yaml = ServiceHarness.viewModelsYAML(upstream: upstream.baseURL, debounce: "10ms")
+        let directory = StreamDirectory()
+        let first = try await ServiceHarness(yaml: yaml, directory: directory)
+        let second = try await ServiceHarness(yaml: yaml, directory: directory)
+        let rows = try first.events("/rows")
+        let rowsID = try rows.announcedID()
+        _ = try rows.next(type: "snapshot")
+        let loadMore = try TestHTTP.request(port: second.port, "POST", "/streams/\(rowsID)/triggers/loadMore?topic=b")
+        #expect(loadMore.status == 202)
+        #expect(try rows.next(type: "snapshot").data == media.value.rowsJSON(loaded: ["b": 2]))
+        let unknown = try TestHTTP.request(port: second.port, "POST", "/streams/\(rowsID)/triggers/dance")
+        #expect(unknown.status == 404)
+        #expect(unknown.error?.code == "unknown_trigger")
+
+        let search = try second.events("/search?q=vapor")
+        let searchID = try search.announcedID()
+        _ = try search.next(type: "snapshot")
+        #expect(try TestHTTP.request(port: first.port, "PUT", "/streams/\(searchID)/inputs/q", body: Array("nginx".utf8)).status == 202)
+        #expect(try search.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "nginx"))
+
+        do {
+            let reload = try TestHTTP.request(port: second.port, "POST", "/rows/reload")
+            #expect(reload.status == 202)
+            #expect(try rows.next(type: "snapshot").data == media.value.rowsJSON(), "POST /rows/reload reached the stream on the other worker")
+        }
+        rows.close()
+        search.close()
+        await first.stop()
+        await second.stop()
         await upstream.shutdown()
     }
 }

@@ -14,22 +14,21 @@ public struct BaseURL: Hashable, Sendable, CustomStringConvertible {
         public let isTLS: Bool
         public let host: String
         public let port: UInt16
+        /// The `Host` header value (the port only when it is not the scheme's default), made
+        /// once: every call sends it.
+        let hostHeader: String
 
         public init(isTLS: Bool, host: String, port: UInt16) {
             self.isTLS = isTLS
             self.host = host
             self.port = port
+            let shownHost = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
+            hostHeader = port == (isTLS ? 443 : 80) ? shownHost : "\(shownHost):\(port)"
         }
 
         public var description: String {
-            let shownHost = host.contains(":") ? "[\(host)]" : host
+            let shownHost = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
             return "\(isTLS ? "https" : "http")://\(shownHost):\(port)"
-        }
-
-        /// The `Host` header value (the port only when it is not the scheme's default).
-        var hostHeader: String {
-            let shownHost = host.contains(":") ? "[\(host)]" : host
-            return port == (isTLS ? 443 : 80) ? shownHost : "\(shownHost):\(port)"
         }
     }
 

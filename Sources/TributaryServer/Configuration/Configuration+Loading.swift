@@ -1,4 +1,5 @@
 import Aggregation
+import Glibc
 import Libevent
 
 extension Configuration {
@@ -45,7 +46,9 @@ extension Configuration {
                 }
                 server.listen = address
             }
-            server.workers = try section.integer("workers", atLeast: 1) ?? server.workers
+            if let workers = try section.string("workers") {
+                server.workers = try Self.workers(workers, at: section.location("workers"))
+            }
             server.logLevel = try section.string("logLevel") ?? server.logLevel
             server.requestTimeout = try section.duration("requestTimeout") ?? server.requestTimeout
             server.maxHeaderBytes = try section.integer("maxHeaderBytes", atLeast: 1024) ?? server.maxHeaderBytes
@@ -163,10 +166,7 @@ extension Configuration {
             server.listen = try Self.listenAddress(listen, at: "TRIBUTARY_LISTEN")
         }
         if let workers = environment["TRIBUTARY_WORKERS"] {
-            guard let count = Int(workers), count >= 1 else {
-                throw ConfigurationError("TRIBUTARY_WORKERS", "expected a whole number ≥ 1, found \"\(workers)\"")
-            }
-            server.workers = count
+            server.workers = try Self.workers(workers, at: "TRIBUTARY_WORKERS")
         }
         if let level = environment["TRIBUTARY_LOG_LEVEL"] { server.logLevel = level }
         if let token = environment["TRIBUTARY_ADMIN_TOKEN"] { server.adminToken = token.isEmpty ? nil : token }
@@ -200,6 +200,15 @@ extension Configuration {
             }
             upstreams[name]?.url = try Self.baseURL(String(pair[pair.index(after: equals)...]), at: "--upstream \(name)")
         }
+    }
+
+    /// A worker count: a whole number ≥ 1, or `auto` for one per online processor.
+    private static func workers(_ text: String, at location: String) throws(ConfigurationError) -> Int {
+        if text == "auto" { return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+        guard let count = Int(text), count >= 1 else {
+            throw ConfigurationError(location, "expected a whole number ≥ 1 or auto, found \"\(text)\"")
+        }
+        return count
     }
 
     private static func listenAddress(_ text: String, at location: String) throws(ConfigurationError) -> ListenAddress {

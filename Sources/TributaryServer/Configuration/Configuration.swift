@@ -17,7 +17,8 @@ public struct Configuration: Sendable {
     public struct Server: Sendable, Equatable {
         /// `listen`, `TRIBUTARY_LISTEN`, `--listen`: `HOST:PORT`.
         public var listen = ListenAddress(host: "127.0.0.1", port: 8080)
-        /// `workers`, `TRIBUTARY_WORKERS`, `--workers`: event loops, one thread each.
+        /// `workers`, `TRIBUTARY_WORKERS`, `--workers`: event loops, one thread each
+        /// (`auto` in the file or the environment: one per online processor).
         public var workers = 1
         /// `logLevel`, `TRIBUTARY_LOG_LEVEL`, `--log-level`.
         public var logLevel = "info"

@@ -6,12 +6,13 @@ import Libevent
 /// - `GET /<name>`: every row with its first page, as JSON.
 /// - `GET /<name>` with `Accept: text/event-stream`: a stream with a view of its own
 ///   (``RowsView``): triggers `loadMore` (`?topic=<id>`: that row's next page) and `reload`.
-/// - `POST /<name>/reload`: `reload` every live stream of the resource on this worker (with the
+/// - `POST /<name>/reload`: `reload` every live stream of the resource, on every worker (with the
 ///   admin token, when one is configured).
 struct PagedListRoutes {
     let resource: PagedListResource
     let argument: String
     let streams: EventStreamHub
+    let directory: StreamDirectory
     let admin: AdminToken
 
     func register(in router: inout Router<Route>) {
@@ -24,7 +25,10 @@ struct PagedListRoutes {
         }
         router.add(.post, "/\(resource.name)/reload") { request in
             guard admin.authorize(request) else { return }
-            for view in streams.views(of: resource.name) { try? view.activate("reload", arguments: [:]) }
+            let name = resource.name
+            for hub in directory.allHubs {
+                hub.loop.execute { hub.value.activate("reload", onEveryStreamOf: name) }
+            }
             request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#)
         }
     }

@@ -8,17 +8,17 @@ import Libevent
 ///   ``maximumInputBytes``): set an input (202).
 ///
 /// An unknown stream, trigger or input is 404; an unacceptable argument or value 400; a body
-/// over the limit 413. Only the stream with that id is affected.
+/// over the limit 413. Only the stream with that id is affected, on whichever worker holds it.
 struct StreamControlRoutes {
     static let maximumInputBytes = 4096
 
-    let streams: EventStreamHub
+    let directory: StreamDirectory
+    let loop: EventLoop
 
     func register(in router: inout Router<Route>) {
         router.add(.post, "/streams/{id}/triggers/{name}") { request in
-            control(request) { view, name throws(ControlError) in
-                try view.activate(name, arguments: request.queryParameters)
-            }
+            let arguments = request.queryParameters
+            control(request) { view, name throws(ControlError) in try view.activate(name, arguments: arguments) }
         }
         router.add(.put, "/streams/{id}/inputs/{name}") { request in
             guard request.body.count <= Self.maximumInputBytes else {
@@ -32,26 +32,31 @@ struct StreamControlRoutes {
         }
     }
 
-    private func control(_ request: ServerRequest, _ action: (any LiveViewModel, String) throws(ControlError) -> Void) {
-        let id = request.parameters["id"] ?? ""
+    /// Runs `action` on the stream's view model on the loop of the worker holding it, then
+    /// answers on this worker's loop.
+    private func control(
+        _ request: ServerRequest, _ action: @escaping @Sendable (any LiveViewModel, String) throws(ControlError) -> Void
+    ) {
+        let text = request.parameters["id"] ?? ""
         let name = request.parameters["name"] ?? ""
-        guard let view = streams.view(of: id) else {
-            return request.respond(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id)"))
+        guard let id = StreamID(text), let hub = directory.hub(holding: id) else {
+            return request.respond(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(text)"))
         }
-        do {
-            try action(view, name)
-            request.respond(status: 202, json: #"{"stream":""# + JSONText.escaped(id) + #"","accepted":""# + JSONText.escaped(name) + #""}"#)
-        } catch {
-            switch error {
-            case .unknownTrigger(let trigger):
-                request.respond(HTTPError(status: 404, code: "unknown_trigger",
-                                          message: "stream \(id) has no trigger \(trigger) (it has: \(view.triggers.isEmpty ? "none" : view.triggers.joined(separator: ", ")))"))
-            case .unknownInput(let input):
-                request.respond(HTTPError(status: 404, code: "unknown_input",
-                                          message: "stream \(id) has no input \(input) (it has: \(view.inputs.isEmpty ? "none" : view.inputs.joined(separator: ", ")))"))
-            case .invalidArgument(let problem):
-                request.respond(.badRequest(problem))
+        let answer = { @Sendable (outcome: Result<Void, HTTPError>, request: ServerRequest) in
+            switch outcome {
+            case .success:
+                request.respond(status: 202, json: #"{"stream":""# + JSONText.escaped(text) + #"","accepted":""# + JSONText.escaped(name) + #""}"#)
+            case .failure(let error):
+                request.respond(error)
             }
+        }
+        guard hub.loop !== loop else {
+            return answer(hub.value.control(id, name, action), request)
+        }
+        let waiting = LoopBound(request, loop: loop)
+        hub.loop.execute { [loop] in
+            let outcome = hub.value.control(id, name, action)
+            loop.execute { answer(outcome, waiting.value) }
         }
     }
 }

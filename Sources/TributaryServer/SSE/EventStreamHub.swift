@@ -9,16 +9,22 @@ import OpenCombine
 /// goes. Loop-confined.
 final class EventStreamHub {
     private let settings: Configuration.EventStreams
+    private let directory: StreamDirectory
+    /// This hub as the directory knows it (bound to this worker's loop).
+    private var listing: LoopBound<EventStreamHub>!
     private var streams: [StreamID: EventStream] = [:]
     private var heartbeatTimer: LoopTimer!
     private var subscriberGauges: [String: Meter] = [:]
 
-    init(loop: EventLoop, settings: Configuration.EventStreams) {
+    init(loop: EventLoop, settings: Configuration.EventStreams, directory: StreamDirectory) {
         self.settings = settings
+        self.directory = directory
         heartbeatTimer = LoopTimer(loop: loop) { [unowned self] in
             for stream in streams.values { stream.heartbeat() }
         }
         heartbeatTimer.scheduleRepeating(every: settings.heartbeat)
+        listing = LoopBound(self, loop: loop)
+        directory.add(listing)
     }
 
     /// Live streams now.
@@ -36,9 +42,11 @@ final class EventStreamHub {
         let subscribers = gauge(for: resource)
         let stream = EventStream(id: .random(), request: request, resource: resource, view: view()) { [unowned self] closed in
             streams[closed.id] = nil
+            directory.closed(closed.id)
             subscribers.decrement()
         }
         streams[stream.id] = stream
+        directory.opened(stream.id, in: listing)
         subscribers.increment()
         request.limitSocketSendBuffer(to: settings.sendBuffer)
         stream.start(retry: settings.retry)
@@ -51,14 +59,37 @@ final class EventStreamHub {
         return meter
     }
 
-    /// The view model of the live stream named `id`, if there is one.
-    func view(of id: String) -> (any LiveViewModel)? {
-        StreamID(id).flatMap { streams[$0]?.view }
+    /// Runs `control` on the view model of stream `id` and says how it went, in the words of
+    /// an HTTP answer (this worker holds the stream; see ``StreamDirectory``).
+    func control(
+        _ id: StreamID, _ name: String, _ control: (any LiveViewModel, String) throws(ControlError) -> Void
+    ) -> Result<Void, HTTPError> {
+        guard let view = streams[id]?.view else {
+            return .failure(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id)"))
+        }
+        do {
+            try control(view, name)
+            return .success(())
+        } catch {
+            let listed = { (names: [String]) in names.isEmpty ? "none" : names.joined(separator: ", ") }
+            switch error {
+            case .unknownTrigger(let trigger):
+                return .failure(HTTPError(status: 404, code: "unknown_trigger",
+                                          message: "stream \(id) has no trigger \(trigger) (it has: \(listed(view.triggers)))"))
+            case .unknownInput(let input):
+                return .failure(HTTPError(status: 404, code: "unknown_input",
+                                          message: "stream \(id) has no input \(input) (it has: \(listed(view.inputs)))"))
+            case .invalidArgument(let problem):
+                return .failure(.badRequest(problem))
+            }
+        }
     }
 
-    /// The view models of every live stream of `resource`.
-    func views(of resource: String) -> [any LiveViewModel] {
-        streams.values.filter { $0.resource == resource }.map(\.view)
+    /// Activates `trigger` on every live stream of `resource` on this worker.
+    func activate(_ trigger: String, onEveryStreamOf resource: String) {
+        for stream in streams.values where stream.resource == resource {
+            try? stream.view.activate(trigger, arguments: [:])
+        }
     }
 
     /// Ends every stream (shutdown).
