@@ -111,3 +111,41 @@ struct HTTPServerTests {
         return error?["code"] as? String
     }
 }
+
+@Suite("Shared bytes")
+struct SharedBytesTests {
+    @Test("one buffer written to several streams reaches each intact and is freed once every socket took it")
+    func sharedAcrossStreams() async throws {
+        let released = Observed(false)
+        let payload = Array(repeating: UInt8(ascii: "x"), count: 100_000) + Array("end".utf8)
+        final class Holder: @unchecked Sendable {
+            weak var bytes: SharedBytes?
+            var requests: [ServerRequest] = []
+        }
+        let holder = Holder()
+        let server = try await TestServer.start { request, _ in
+            request.startStream(status: 200, headers: [])
+            holder.requests.append(request)
+            guard holder.requests.count == 3 else { return }
+            let shared = SharedBytes(payload)
+            holder.bytes = shared
+            for open in holder.requests { open.write(shared) }
+            for open in holder.requests {
+                open.onDrained = {
+                    open.endStream()
+                    if holder.requests.allSatisfy({ !$0.isOpen }) { released.update { $0 = holder.bytes == nil } }
+                }
+            }
+        }
+        let clients = try (0..<3).map { _ in try TestConnection(port: server.port) }
+        for client in clients { try client.sendRequest("GET", "/shared") }
+        for client in clients {
+            #expect(try client.readHead().status == 200)
+            var received: [UInt8] = []
+            while let chunk = try client.readChunk() { received += chunk }
+            #expect(received == payload)
+        }
+        #expect(await released.wait(timeout: .seconds(5)) { $0 }, "the shared bytes outlived every stream")
+        await server.stop()
+    }
+}

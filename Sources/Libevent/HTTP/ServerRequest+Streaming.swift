@@ -25,6 +25,11 @@ extension ServerRequest {
         guard state == .streaming, let raw, let server, !bytes.isEmpty else { return }
         let buffer = server.scratchBuffer
         EventBuffer.append(bytes, to: buffer)
+        sendChunk(raw, from: buffer)
+    }
+
+    /// Moves `buffer` into the connection as one chunk, with the drained callback.
+    func sendChunk(_ raw: OpaquePointer, from buffer: OpaquePointer) {
         // The context is unretained: while streaming, the connection holds `self` as its open
         // request, and evhttp replaces this callback when the stream ends.
         evhttp_send_reply_chunk_with_cb(raw, buffer, { _, context in

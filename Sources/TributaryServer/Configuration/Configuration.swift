@@ -28,8 +28,9 @@ public struct Configuration: Sendable {
         public var maxHeaderBytes = 16 * 1024
         /// `maxBodyBytes`: larger request bodies get 413.
         public var maxBodyBytes = 1024 * 1024
-        /// `maxConnections`: client connections per worker; beyond it, 503.
-        public var maxConnections = 10_000
+        /// `maxConnections`: client connections per worker, event streams included; beyond
+        /// it, 503. Above `sse.maxSubscribers`, so a worker full of streams still answers.
+        public var maxConnections = 12_000
         /// `shutdownTimeout`: how long a stop waits for requests in flight.
         public var shutdownTimeout: Duration = .seconds(10)
         /// `adminToken`, `TRIBUTARY_ADMIN_TOKEN`: when set, `POST /<name>/reload` needs

@@ -26,8 +26,8 @@ struct PagedListRoutes {
         router.add(.post, "/\(resource.name)/reload") { request in
             guard admin.authorize(request) else { return }
             let name = resource.name
-            for hub in directory.allHubs {
-                hub.loop.execute { hub.value.activate("reload", onEveryStreamOf: name) }
+            for listing in directory.allListings {
+                listing.loop.execute { listing.hub?.activate("reload", onEveryStreamOf: name) }
             }
             request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#)
         }

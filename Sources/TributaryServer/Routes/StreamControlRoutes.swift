@@ -39,7 +39,7 @@ struct StreamControlRoutes {
     ) {
         let text = request.parameters["id"] ?? ""
         let name = request.parameters["name"] ?? ""
-        guard let id = StreamID(text), let hub = directory.hub(holding: id) else {
+        guard let id = StreamID(text), let holder = directory.listing(holding: id) else {
             return request.respond(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(text)"))
         }
         let answer = { @Sendable (outcome: Result<Void, HTTPError>, request: ServerRequest) in
@@ -50,12 +50,13 @@ struct StreamControlRoutes {
                 request.respond(error)
             }
         }
-        guard hub.loop !== loop else {
-            return answer(hub.value.control(id, name, action), request)
+        let gone = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(text)")
+        guard holder.loop !== loop else {
+            return answer(holder.hub?.control(id, name, action) ?? .failure(gone), request)
         }
         let waiting = LoopBound(request, loop: loop)
-        hub.loop.execute { [loop] in
-            let outcome = hub.value.control(id, name, action)
+        holder.loop.execute { [loop] in
+            let outcome = holder.hub?.control(id, name, action) ?? .failure(gone)
             loop.execute { answer(outcome, waiting.value) }
         }
     }

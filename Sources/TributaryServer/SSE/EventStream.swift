@@ -34,13 +34,18 @@ final class EventStream: Subscriber {
     private var sentError: ResourceError?
     /// A state was written and the next is requested only once the socket took it.
     private var awaitingDrain = false
+    private let frames: EventFrameCache
     private let onClose: (EventStream) -> Void
 
-    init(id: StreamID, request: ServerRequest, resource: String, view: any LiveViewModel, onClose: @escaping (EventStream) -> Void) {
+    init(
+        id: StreamID, request: ServerRequest, resource: String, view: any LiveViewModel, frames: EventFrameCache,
+        onClose: @escaping (EventStream) -> Void
+    ) {
         self.id = id
         self.request = request
         self.resource = resource
         self.view = view
+        self.frames = frames
         self.onClose = onClose
         sentVersion = request.header("Last-Event-ID")
     }
@@ -81,20 +86,20 @@ final class EventStream: Subscriber {
     }
 
     func receive(_ state: LiveState) -> Subscribers.Demand {
-        var frames: [UInt8] = []
         if let snapshot = state.snapshot, state.error == nil, snapshot.version != sentVersion || sentError != nil {
-            frames += EventStreamFormat.event("snapshot", id: snapshot.version, data: snapshot.json)
             sentVersion = snapshot.version
             sentError = nil
+            awaitingDrain = true
+            request.write(frames.snapshotFrame(snapshot))
+            return .none
         }
         if let error = state.error, error != sentError {
-            frames += EventStreamFormat.event("error", data: Array(error.httpError.json.utf8))
             sentError = error
+            awaitingDrain = true
+            request.write(EventStreamFormat.event("error", data: Array(error.httpError.json.utf8)))
+            return .none
         }
-        guard !frames.isEmpty else { return .max(1) }
-        awaitingDrain = true
-        request.write(frames)
-        return .none
+        return .max(1)
     }
 
     func receive(completion: Subscribers.Completion<Never>) {

@@ -10,11 +10,12 @@ import OpenCombine
 final class EventStreamHub {
     private let settings: Configuration.EventStreams
     private let directory: StreamDirectory
-    /// This hub as the directory knows it (bound to this worker's loop).
-    private var listing: LoopBound<EventStreamHub>!
+    /// This hub as the directory knows it.
+    private var listing: StreamDirectory.Listing!
     private var streams: [StreamID: EventStream] = [:]
     private var heartbeatTimer: LoopTimer!
     private var subscriberGauges: [String: Meter] = [:]
+    private let frames = EventFrameCache()
 
     init(loop: EventLoop, settings: Configuration.EventStreams, directory: StreamDirectory) {
         self.settings = settings
@@ -23,8 +24,12 @@ final class EventStreamHub {
             for stream in streams.values { stream.heartbeat() }
         }
         heartbeatTimer.scheduleRepeating(every: settings.heartbeat)
-        listing = LoopBound(self, loop: loop)
+        listing = StreamDirectory.Listing(hub: self, loop: loop)
         directory.add(listing)
+    }
+
+    deinit {
+        directory.remove(listing)
     }
 
     /// Live streams now.
@@ -40,7 +45,7 @@ final class EventStreamHub {
                                    headers: [("Retry-After", "5")])
         }
         let subscribers = gauge(for: resource)
-        let stream = EventStream(id: .random(), request: request, resource: resource, view: view()) { [unowned self] closed in
+        let stream = EventStream(id: .random(), request: request, resource: resource, view: view(), frames: frames) { [unowned self] closed in
             streams[closed.id] = nil
             directory.closed(closed.id)
             subscribers.decrement()

@@ -10,27 +10,45 @@ import Synchronization
 public final class StreamDirectory: Sendable {
     public init() {}
 
-    private let hubs = Mutex<[LoopBound<EventStreamHub>]>([])
-    private let holders = Mutex<[StreamID: LoopBound<EventStreamHub>]>([:])
+    /// A worker's hub as the directory knows it: its loop, and the hub itself, weakly (a
+    /// worker's hub owns its listing, not the other way around). Read the hub on its loop.
+    final class Listing: @unchecked Sendable {
+        let loop: EventLoop
+        weak var hub: EventStreamHub?
 
-    /// A worker's hub joins the directory.
-    func add(_ hub: LoopBound<EventStreamHub>) {
-        hubs.withLock { $0.append(hub) }
+        init(hub: EventStreamHub, loop: EventLoop) {
+            self.hub = hub
+            self.loop = loop
+        }
     }
 
-    /// Every worker's hub.
-    var allHubs: [LoopBound<EventStreamHub>] { hubs.withLock { $0 } }
+    private let listings = Mutex<[Listing]>([])
+    private let holders = Mutex<[StreamID: Listing]>([:])
 
-    func opened(_ id: StreamID, in hub: LoopBound<EventStreamHub>) {
-        holders.withLock { $0[id] = hub }
+    /// A worker's hub joins the directory.
+    func add(_ listing: Listing) {
+        listings.withLock { $0.append(listing) }
+    }
+
+    /// A worker's hub leaves it (the worker is going away).
+    func remove(_ listing: Listing) {
+        listings.withLock { $0.removeAll { $0 === listing } }
+        holders.withLock { $0 = $0.filter { $0.value !== listing } }
+    }
+
+    /// Every worker's listing.
+    var allListings: [Listing] { listings.withLock { $0 } }
+
+    func opened(_ id: StreamID, in listing: Listing) {
+        holders.withLock { $0[id] = listing }
     }
 
     func closed(_ id: StreamID) {
         _ = holders.withLock { $0.removeValue(forKey: id) }
     }
 
-    /// The hub of the worker holding stream `id`, if it is live.
-    func hub(holding id: StreamID) -> LoopBound<EventStreamHub>? {
+    /// The listing of the worker holding stream `id`, if it is live.
+    func listing(holding id: StreamID) -> Listing? {
         holders.withLock { $0[id] }
     }
 }
