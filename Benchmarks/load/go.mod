@@ -1,0 +1,3 @@
+module tributary/benchmarks/load
+
+go 1.19

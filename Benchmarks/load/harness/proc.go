@@ -1,0 +1,152 @@
+package harness
+
+// What /proc tells about the service and the machine.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RSSKiB is the service's VmRSS in KiB (-1 if unreadable).
+func (s *Service) RSSKiB() int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.PID))
+	if err != nil {
+		return -1
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("VmRSS:")) {
+			fields := strings.Fields(string(line[6:]))
+			if len(fields) > 0 {
+				value, _ := strconv.Atoi(fields[0])
+				return value
+			}
+		}
+	}
+	return -1
+}
+
+// OpenFiles is how many file descriptors the service has open (-1 if unreadable).
+func (s *Service) OpenFiles() int {
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.PID))
+	if err != nil {
+		return -1
+	}
+	return len(entries)
+}
+
+// CPUTicks is the service's user + system CPU time in clock ticks (1/100 s; -1 if unreadable).
+func (s *Service) CPUTicks() int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.PID))
+	if err != nil {
+		return -1
+	}
+	text := string(data)
+	fields := strings.Fields(text[strings.LastIndexByte(text, ')')+2:])
+	user, _ := strconv.Atoi(fields[11])
+	system, _ := strconv.Atoi(fields[12])
+	return user + system
+}
+
+// Sockets counts the TCP sockets the service holds: connections accepted on its port (its
+// clients) and connections to upstreamPort (its upstream pool), from /proc/net/tcp.
+func (s *Service) Sockets(upstreamPort int) (clients, upstreams int) {
+	inodes := map[string]bool{}
+	entries, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.PID))
+	for _, entry := range entries {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", s.PID, entry.Name()))
+		if err == nil && strings.HasPrefix(target, "socket:[") {
+			inodes[target[8:len(target)-1]] = true
+		}
+	}
+	data, _ := os.ReadFile("/proc/net/tcp")
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		fields := strings.Fields(line)
+		if len(fields) < 10 || !inodes[fields[9]] {
+			continue
+		}
+		local := hexPort(fields[1])
+		remote := hexPort(fields[2])
+		switch {
+		case local == s.Port && remote != 0:
+			clients++
+		case remote == upstreamPort:
+			upstreams++
+		}
+	}
+	return clients, upstreams
+}
+
+// hexPort is the port of a /proc/net/tcp address (ADDR:PORT, both in hexadecimal).
+func hexPort(address string) int {
+	colon := strings.LastIndexByte(address, ':')
+	port, _ := strconv.ParseInt(address[colon+1:], 16, 32)
+	return int(port)
+}
+
+// InvoluntarySwitches is how often the service's threads were preempted (CPU contention).
+func (s *Service) InvoluntarySwitches() int {
+	total := 0
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", s.PID))
+	for _, task := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", s.PID, task.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "nonvoluntary_ctxt_switches:") {
+				value, _ := strconv.Atoi(strings.TrimSpace(line[len("nonvoluntary_ctxt_switches:"):]))
+				total += value
+			}
+		}
+	}
+	return total
+}
+
+// MachineBusyTicks is the CPU time (1/100 s) the whole machine spent busy so far: user,
+// nice, system, irq, softirq and steal of every core, from /proc/stat.
+func MachineBusyTicks() int {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(strings.SplitN(string(data), "\n", 2)[0])
+	total := 0
+	for _, index := range []int{1, 2, 3, 6, 7, 8} {
+		if index < len(fields) {
+			value, _ := strconv.Atoi(fields[index])
+			total += value
+		}
+	}
+	return total
+}
+
+// WaitQuiet waits (at most `limit`) until the machine is at most `maxPercent` busy over 2 s
+// (100% = every core), as ../shared/bench (next to this repository) does before each phase;
+// it says what it found.
+func WaitQuiet(maxPercent int, limit time.Duration) {
+	started := time.Now()
+	cores := runtime.NumCPU()
+	for {
+		before := MachineBusyTicks()
+		time.Sleep(2 * time.Second)
+		busy := (MachineBusyTicks() - before) * 100 / (2 * 100 * cores)
+		waited := time.Since(started).Round(time.Second)
+		if busy <= maxPercent {
+			fmt.Printf("machine %d%% busy before measuring (waited %s)\n", busy, waited)
+			return
+		}
+		if waited >= limit {
+			fmt.Printf("WARNING: machine still %d%% busy with other work after %s; measuring anyway\n", busy, waited)
+			return
+		}
+		if int(waited.Seconds())%60 < 5 {
+			fmt.Fprintf(os.Stderr, "machine %d%% busy with other work; waiting (at most %s)\n", busy, limit)
+		}
+		time.Sleep(3 * time.Second)
+	}
+}

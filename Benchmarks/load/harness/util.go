@@ -1,0 +1,65 @@
+package harness
+
+import (
+	"fmt"
+	"log"
+	"os"
+	"syscall"
+	"time"
+)
+
+// Percentile is the p-th percentile (nearest rank) of sorted, which must not be empty.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	rank := int(float64(len(sorted))*p/100+0.999999) - 1
+	if rank < 0 {
+		rank = 0
+	}
+	if rank >= len(sorted) {
+		rank = len(sorted) - 1
+	}
+	return sorted[rank]
+}
+
+// Milliseconds is d in milliseconds.
+func Milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// EnvInt is the integer in the environment variable name, or fallback.
+func EnvInt(name string, fallback int) int {
+	var value int
+	if _, err := fmt.Sscanf(os.Getenv(name), "%d", &value); err == nil {
+		return value
+	}
+	return fallback
+}
+
+// Yes is a report's "met" column: "yes", or "NO".
+func Yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+// RaiseFileLimit raises this process's open-file limit to its hard limit, and fails if that
+// is below need.
+func RaiseFileLimit(need int) error {
+	var limit syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit); err != nil {
+		return err
+	}
+	limit.Cur = limit.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &limit); err != nil {
+		return err
+	}
+	if int(limit.Cur) < need {
+		return fmt.Errorf("the open-file limit is %d, %d are needed (raise the hard limit: ulimit -Hn)", limit.Cur, need)
+	}
+	return nil
+}
+
+// Check ends the tool with log.Fatal if err is not nil (Workspace.Check also cleans up).
+func Check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}

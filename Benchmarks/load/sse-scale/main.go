@@ -1,0 +1,346 @@
+// sse-scale: how many bytes one live /groups subscriber costs Tributary, and how long one
+// update takes to reach all of them.
+//
+// For each run: start a fresh Tributary (one worker, a generated config with limits above
+// -subscribers and no interval refresh) on this tool's own upstream; warm it up with a few
+// subscribers; read its RSS; open -subscribers event streams from one epoll loop and wait
+// until each has its first snapshot; read the RSS again: (after - before) / subscribers is
+// the cost of one subscriber. Then -updates times: change the upstream's data, POST
+// /groups/reload, and time-stamp, for every subscriber, when the snapshot with the new data
+// arrives, relative to the moment just before the reload was sent.
+//
+// The main goroutine, which the harness keeps on the main thread, starts the service and
+// runs the epoll loop.
+//
+//	sse-scale -bin .build/release/tributary [-subscribers 10000] [-runs 3] [-updates 5] [-groups 10]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"tributary/benchmarks/load/harness"
+)
+
+type roundResult struct {
+	p50, p99, max, first, ack time.Duration
+	missed                    int
+	cpuMS, clientCPUMS        int
+	preempted                 int // the service's involuntary context switches during the update
+	otherCPUMS                int // CPU time of everything else on the machine during the update
+	eventsPerWait             float64
+	fullBatches               int
+	rssKB                     int // service RSS after the update reached everyone
+}
+
+type runResult struct {
+	rssBefore, rssAfter, rssAfterUpdates int     // KiB
+	perSubscriber                        float64 // connected, before any update
+	perSubscriberUpdated                 float64 // after the updates: the fan-out's high-water mark included
+	connectTime                          time.Duration
+	lost                                 int
+	rounds                               []roundResult
+}
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("sse-scale: ")
+	bin := flag.String("bin", "", "the tributary binary (required)")
+	subscribers := flag.Int("subscribers", 10000, "live subscribers")
+	runs := flag.Int("runs", 3, "runs, each with a fresh service")
+	updates := flag.Int("updates", 5, "updates timed per run")
+	groups := flag.Int("groups", 10, "groups in the upstream's list (snapshot size ≈ 100 B per group)")
+	connecting := flag.Int("connecting", 256, "connects in flight at once")
+	keep := flag.Bool("keep", false, "keep the work directory (config, service log)")
+	workers := flag.Int("workers", 1, "the service's workers (TRIBUTARY_WORKERS); the goal is for one")
+	defaultLimits := flag.Bool("default-limits", false, "keep server.maxConnections and sse.maxSubscribers at their defaults (10,000)")
+	quietMax := flag.Int("quiet-max", harness.EnvInt("QUIET_MAX", 15), "before each run, wait until the machine is at most this % busy (env QUIET_MAX)")
+	quietWait := flag.Duration("quiet-wait", time.Duration(harness.EnvInt("QUIET_WAIT", 600))*time.Second, "but no longer than this (env QUIET_WAIT, seconds)")
+	flag.StringVar(&profileCommand, "profile", "", "a command run during the updates of each run, stopped with SIGINT; {pid} is the service's pid, {run} the run, e.g. 'perf record -g -p {pid} -o /tmp/sse-{run}.data'")
+	flag.Parse()
+	if *bin == "" {
+		fmt.Fprintln(os.Stderr, "usage: sse-scale -bin PATH [-subscribers N] [-runs R] [-updates U] [-groups G]")
+		os.Exit(2)
+	}
+	harness.Check(harness.RaiseFileLimit(*subscribers + 100))
+
+	work, err := harness.NewWorkspace("sse-scale", *keep)
+	harness.Check(err)
+	up, err := startUpstream(*groups)
+	work.Check(err)
+	config, err := writeConfig(work.Dir, up.url, *subscribers, *defaultLimits)
+	work.Check(err)
+	fmt.Printf("sse-scale: %d subscribers, %d runs x %d updates, %d groups per snapshot, %d worker(s), binary %s\n",
+		*subscribers, *runs, *updates, *groups, *workers, *bin)
+
+	var results []runResult
+	for run := 1; run <= *runs; run++ {
+		service, err := work.StartService(*bin, config, fmt.Sprintf("service-%d.log", run), *workers)
+		work.Check(err)
+		fmt.Printf("run %d: service pid %d on %s\n", run, service.PID, service.Addr)
+		harness.WaitQuiet(*quietMax, *quietWait)
+		result, err := measure(service, up, *subscribers, *updates, *connecting)
+		service.Stop()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "service log: %s\n", service.LogTail())
+		}
+		work.Check(err)
+		results = append(results, result)
+		printRun(run, result)
+	}
+	printSummary(results, *subscribers, *workers)
+	work.Close()
+}
+
+func measure(s *harness.Service, up *upstream, count, updates, connecting int) (runResult, error) {
+	var result runResult
+	// Warm-up: the code paths, the pipeline and the allocator's first arenas.
+	warm, err := newClient(s.Port, 100, connecting)
+	if err != nil {
+		return result, err
+	}
+	ok, err := warm.run(time.Now().Add(30*time.Second), func() bool { return warm.firstSnapshots+warm.lost >= 100 && warm.next == 100 })
+	warm.closeAll()
+	if err != nil || !ok || warm.lost > 0 {
+		return result, fmt.Errorf("warm-up failed (err %v, lost %d)", err, warm.lost)
+	}
+	time.Sleep(time.Second)
+	result.rssBefore = s.RSSKiB()
+
+	c, err := newClient(s.Port, count, connecting)
+	if err != nil {
+		return result, err
+	}
+	defer c.closeAll()
+	started := time.Now()
+	ok, err = c.run(started.Add(180*time.Second), func() bool { return c.next == count && c.firstSnapshots+c.lost >= count })
+	if err != nil {
+		return result, err
+	}
+	if !ok {
+		return result, fmt.Errorf("only %d of %d subscribers had a snapshot after 180 s (%d lost)", c.firstSnapshots, count, c.lost)
+	}
+	result.connectTime = time.Since(started)
+	if c.lost > 0 {
+		return result, fmt.Errorf("%d of %d subscribers failed while connecting, e.g. %q", c.lost, count, firstFailure(c))
+	}
+	c.run(time.Now().Add(2*time.Second), func() bool { return false }) // settle, still reading
+	result.rssAfter = s.RSSKiB()
+	result.perSubscriber = float64(result.rssAfter-result.rssBefore) * 1024 / float64(count)
+
+	stopProfile := startProfile(s.PID)
+	defer stopProfile()
+	reloader := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for round := 0; round < updates; round++ {
+		version := up.version.Add(1)
+		c.target = version
+		c.reached = 0
+		ackCh := make(chan time.Duration, 1)
+		var reloadFailure string
+		cpuBefore := s.CPUTicks()
+		preemptedBefore := s.InvoluntarySwitches()
+		machineBefore := harness.MachineBusyTicks()
+		clientBefore := selfCPU()
+		sent := time.Now()
+		go func() {
+			response, err := reloader.Post("http://"+s.Addr+"/groups/reload", "application/json", nil)
+			if err != nil {
+				reloadFailure = err.Error()
+				ackCh <- -1
+				return
+			}
+			if response.StatusCode != 202 {
+				body, _ := io.ReadAll(response.Body)
+				response.Body.Close()
+				reloadFailure = fmt.Sprintf("%d %s", response.StatusCode, body)
+				ackCh <- -1
+				return
+			}
+			response.Body.Close()
+			ackCh <- time.Since(sent)
+		}()
+		c.waits, c.waitEvents, c.fullBatches = 0, 0, 0
+		c.run(sent.Add(30*time.Second), func() bool { return c.reached+c.lost >= count })
+		waits, waitEvents, fullBatches := c.waits, c.waitEvents, c.fullBatches
+		cpuAfter := s.CPUTicks()
+		clientCPU := selfCPU() - clientBefore
+		preempted := s.InvoluntarySwitches() - preemptedBefore
+		otherMS := (harness.MachineBusyTicks()-machineBefore)*10 - (cpuAfter-cpuBefore)*10 - int(clientCPU/time.Millisecond)
+		ack := <-ackCh
+		if ack < 0 {
+			return result, fmt.Errorf("POST /groups/reload failed: %s", reloadFailure)
+		}
+		var latencies []time.Duration
+		missed := 0
+		for _, sub := range c.subs {
+			if sub.state != stClosed && sub.version == version {
+				latencies = append(latencies, sub.arrived.Sub(sent))
+			} else {
+				missed++
+			}
+		}
+		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+		r := roundResult{ack: ack, missed: missed, cpuMS: (cpuAfter - cpuBefore) * 10, clientCPUMS: int(clientCPU / time.Millisecond), preempted: preempted, otherCPUMS: otherMS,
+			eventsPerWait: float64(waitEvents) / float64(max1(waits)), fullBatches: fullBatches}
+		if len(latencies) > 0 {
+			r.first = latencies[0]
+			r.p50 = harness.Percentile(latencies, 50)
+			r.p99 = harness.Percentile(latencies, 99)
+			r.max = latencies[len(latencies)-1]
+		}
+		c.run(time.Now().Add(time.Second), func() bool { return false })
+		r.rssKB = s.RSSKiB()
+		result.rounds = append(result.rounds, r)
+	}
+	result.rssAfterUpdates = s.RSSKiB()
+	result.perSubscriberUpdated = float64(result.rssAfterUpdates-result.rssBefore) * 1024 / float64(count)
+	result.lost = c.lost
+	if !s.Alive() {
+		return result, fmt.Errorf("tributary exited during the run: %v", s.ExitErr())
+	}
+	return result, nil
+}
+
+// An update is "quiet" when the rest of the machine used less CPU than this meanwhile.
+const quietOtherMS = 50
+
+var profileCommand string
+var profileRun int
+
+// startProfile runs -profile (e.g. perf record, perf stat, strace -c) attached to the
+// service; the returned function stops it with SIGINT, as those tools expect, and waits.
+func startProfile(pid int) func() {
+	if profileCommand == "" {
+		return func() {}
+	}
+	profileRun++
+	words := strings.Fields(strings.NewReplacer("{pid}", fmt.Sprint(pid), "{run}", fmt.Sprint(profileRun)).Replace(profileCommand))
+	cmd := exec.Command(words[0], words[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return func() {}
+	}
+	time.Sleep(time.Second) // let it attach
+	return func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+	}
+}
+
+func firstFailure(c *client) string {
+	for _, s := range c.subs {
+		if s != nil && s.closeWhy != "" {
+			return s.closeWhy
+		}
+	}
+	return ""
+}
+
+func printRun(run int, r runResult) {
+	fmt.Printf("\nrun %d: RSS %d KiB before, %d KiB with subscribers (%.0f B each), %d KiB after the updates (%.0f B each); connected in %.1f s; %d lost\n",
+		run, r.rssBefore, r.rssAfter, r.perSubscriber, r.rssAfterUpdates, r.perSubscriberUpdated, r.connectTime.Seconds(), r.lost)
+	fmt.Println("| update | first ms | p50 ms | p99 ms | max ms | reload answered ms | missed | service CPU ms | preempted | client CPU ms | client events/wait (full batches) | other CPU ms | service RSS KiB after |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for i, round := range r.rounds {
+		fmt.Printf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d | %.1f (%d) | %d | %d |\n", i+1, harness.Milliseconds(round.first),
+			harness.Milliseconds(round.p50), harness.Milliseconds(round.p99), harness.Milliseconds(round.max), harness.Milliseconds(round.ack), round.missed, round.cpuMS, round.preempted, round.clientCPUMS, round.eventsPerWait, round.fullBatches, round.otherCPUMS, round.rssKB)
+	}
+}
+
+func medianFloat(values []float64) float64 {
+	sorted := append([]float64(nil), values...)
+	sort.Float64s(sorted)
+	if len(sorted) == 0 {
+		return 0
+	}
+	if len(sorted)%2 == 1 {
+		return sorted[len(sorted)/2]
+	}
+	return (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+}
+
+func printSummary(results []runResult, count, workers int) {
+	var perSub, perSubUpdated, before, after, afterUpdates, first, p50, p99, max, cpu, clientCPU, preempted, other []float64
+	missed := 0
+	for _, r := range results {
+		perSub = append(perSub, r.perSubscriber)
+		perSubUpdated = append(perSubUpdated, r.perSubscriberUpdated)
+		before = append(before, float64(r.rssBefore))
+		after = append(after, float64(r.rssAfter))
+		afterUpdates = append(afterUpdates, float64(r.rssAfterUpdates))
+		for _, round := range r.rounds {
+			first = append(first, float64(round.first)/1e6)
+			p50 = append(p50, float64(round.p50)/1e6)
+			p99 = append(p99, float64(round.p99)/1e6)
+			max = append(max, float64(round.max)/1e6)
+			cpu = append(cpu, float64(round.cpuMS))
+			clientCPU = append(clientCPU, float64(round.clientCPUMS))
+			preempted = append(preempted, float64(round.preempted))
+			other = append(other, float64(round.otherCPUMS))
+			missed += round.missed
+		}
+	}
+	fmt.Printf("\nsummary: medians over %d runs (RSS) and %d updates (latency), %d subscribers on %d worker(s)\n", len(results), len(p99), count, workers)
+	fmt.Println("| measure | median | goal | met |")
+	fmt.Println("|---|---:|---:|---|")
+	fmt.Printf("| RSS before subscribers | %.1f MiB | | |\n", medianFloat(before)/1024)
+	fmt.Printf("| RSS with subscribers | %.1f MiB | | |\n", medianFloat(after)/1024)
+	fmt.Printf("| RSS after the updates | %.1f MiB | | |\n", medianFloat(afterUpdates)/1024)
+	fmt.Printf("| RSS per subscriber, connected | %.0f B | | |\n", medianFloat(perSub))
+	perSubMedian := medianFloat(perSubUpdated)
+	fmt.Printf("| RSS per subscriber, after updates (fan-out high-water included) | %.0f B | ≤ 8192 B | %s |\n", perSubMedian, harness.Yes(perSubMedian <= 8192))
+	fmt.Printf("| update: first subscriber | %.1f ms | | |\n", medianFloat(first))
+	fmt.Printf("| update: p50 | %.1f ms | | |\n", medianFloat(p50))
+	p99Median := medianFloat(p99)
+	fmt.Printf("| update: p99 | %.1f ms | ≤ 250 ms | %s |\n", p99Median, harness.Yes(p99Median <= 250 && missed == 0))
+	fmt.Printf("| update: max (all reached) | %.1f ms | | |\n", medianFloat(max))
+	fmt.Printf("| service CPU per update | %.0f ms | | |\n", medianFloat(cpu))
+	fmt.Printf("| load client CPU per update | %.0f ms | | |\n", medianFloat(clientCPU))
+	fmt.Printf("| service preempted per update (involuntary switches) | %.0f | | |\n", medianFloat(preempted))
+	fmt.Printf("| other CPU on the machine per update (noise) | %.0f ms | | |\n", medianFloat(other))
+	fmt.Printf("| subscribers missing an update | %d | 0 | %s |\n", missed, harness.Yes(missed == 0))
+	// The machine is shared: updates during which other processes used the CPU are slower
+	// for reasons outside the service. The same medians over the quiet updates only:
+	var quietP50, quietP99, quietMax []float64
+	for _, r := range results {
+		for _, round := range r.rounds {
+			if round.otherCPUMS < quietOtherMS {
+				quietP50 = append(quietP50, float64(round.p50)/1e6)
+				quietP99 = append(quietP99, float64(round.p99)/1e6)
+				quietMax = append(quietMax, float64(round.max)/1e6)
+			}
+		}
+	}
+	fmt.Printf("\nquiet updates only (other processes used < %d ms of CPU during the update): %d of %d\n", quietOtherMS, len(quietP99), len(p99))
+	if len(quietP99) > 0 {
+		fmt.Println("| measure | median | goal | met |")
+		fmt.Println("|---|---:|---:|---|")
+		fmt.Printf("| update: p50 | %.1f ms | | |\n", medianFloat(quietP50))
+		fmt.Printf("| update: p99 | %.1f ms | ≤ 250 ms | %s |\n", medianFloat(quietP99), harness.Yes(medianFloat(quietP99) <= 250 && missed == 0))
+		fmt.Printf("| update: max | %.1f ms | | |\n", medianFloat(quietMax))
+	}
+}
+
+// selfCPU is this process's user + system CPU time so far.
+func selfCPU() time.Duration {
+	var usage syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &usage)
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
+}
+
+func max1(n int) int {
+	if n < 1 {
+		return 1
+	}
+	return n
+}

@@ -1,0 +1,61 @@
+package main
+
+// The controllable upstream: the `tasks` API with `groups` groups whose metadata carries the
+// current version as taskCount, so a client can tell which update a snapshot shows.
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"tributary/benchmarks/load/harness"
+)
+
+type upstream struct {
+	groups  int
+	version atomic.Int64
+	calls   atomic.Int64
+	url     string
+	server  *http.Server
+}
+
+func startUpstream(groups int) (*upstream, error) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	u := &upstream{groups: groups, url: "http://" + listener.Addr().String()}
+	u.version.Store(1)
+	u.server = &http.Server{Handler: u}
+	go u.server.Serve(listener)
+	return u, nil
+}
+
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.calls.Add(1)
+	w.Header().Set("Content-Type", "application/json")
+	path := r.URL.Path
+	switch {
+	case path == "/groups":
+		w.Write([]byte(harness.GroupList(u.groups)))
+	case strings.HasPrefix(path, "/groups/") && strings.HasSuffix(path, "/metadata"):
+		w.Write([]byte(harness.GroupMetadata(u.version.Load())))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// writeConfig writes a configuration with only the groups resource on upstream `url`,
+// limits high enough for `subscribers` live streams, and no interval refresh (updates come
+// only from POST /groups/reload), so every snapshot a client sees is one we caused.
+func writeConfig(dir, url string, subscribers int, defaultLimits bool) (string, error) {
+	limit := subscribers + 1000
+	if defaultLimits {
+		limit = 10000 // the defaults of server.maxConnections and sse.maxSubscribers
+	}
+	return harness.WriteConfig(dir, harness.Config{
+		Tool: "sse-scale", UpstreamURL: url, MaxConnections: limit, MaxSubscribers: limit,
+		Timeout: "5s", RefreshInterval: "1h",
+	})
+}
