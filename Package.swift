@@ -32,10 +32,12 @@ let package = Package(
             pkgConfig: "libevent",
             providers: [.apt(["libevent-dev", "libssl-dev"])]
         ),
+        /// Takes chunk framing over from evhttp (the one struct field libevent 2.1 has no call for).
+        .target(name: "CEvhttpChunkFraming"),
         .target(
             name: "Libevent",
             dependencies: [
-                "CLibevent",
+                "CLibevent", "CEvhttpChunkFraming",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings

@@ -148,4 +148,37 @@ struct SharedBytesTests {
         #expect(await released.wait(timeout: .seconds(5)) { $0 }, "the shared bytes outlived every stream")
         await server.stop()
     }
+
+    /// The stream frames its own chunks (see `CEvhttpChunkFraming`); a mistake there would
+    /// corrupt every event stream, so this pins the bytes on the wire for both protocol versions.
+    @Test("shared and plain writes are framed as chunks for HTTP/1.1, sent raw to HTTP/1.0, and the stream ends cleanly")
+    func framing() async throws {
+        let shared = Array("shared event\n\n".utf8)
+        let plain = Array(": heartbeat\n\n".utf8)
+        let server = try await TestServer.start { request, _ in
+            if request.uri == "/next" { return request.respond(status: 200, json: "{}") }
+            request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
+            request.write(SharedBytes(shared))
+            request.write(plain)
+            request.write(SharedBytes(shared))
+            request.endStream()
+        }
+
+        let http11 = try TestConnection(port: server.port)
+        try http11.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try http11.readHead()
+        #expect(head.header("Transfer-Encoding") == "chunked")
+        var chunks: [[UInt8]] = []
+        while let chunk = try http11.readChunk() { chunks.append(chunk) }
+        #expect(chunks == [shared, plain, shared])
+        try http11.send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try http11.readResponse().status == 200, "the connection is usable after the last chunk")
+
+        let http10 = try TestConnection(port: server.port)
+        try http10.send("GET /events HTTP/1.0\r\n\r\n")
+        let whole = try http10.readResponse()
+        #expect(whole.header("Transfer-Encoding") == nil)
+        #expect(whole.body == shared + plain + shared)
+        await server.stop()
+    }
 }

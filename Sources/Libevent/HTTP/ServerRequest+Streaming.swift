@@ -1,7 +1,12 @@
+import CEvhttpChunkFraming
 import CLibevent
 import Glibc
 
 /// Streamed (chunked) answers, e.g. server-sent events, with a drained signal for back pressure.
+///
+/// The stream frames its chunks itself (`CEvhttpChunkFraming`): a chunk of ``SharedBytes`` is
+/// then one reference to bytes framed once for every stream, instead of three fresh buffers
+/// per stream that evhttp's own framing allocates.
 ///
 /// ```swift
 /// request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
@@ -17,6 +22,7 @@ extension ServerRequest {
         state = .streaming
         self.status = status
         evhttp_send_reply_start(raw, Int32(status), HTTPStatus.reasonPhrase(status))
+        framesChunks = tributary_evhttp_take_over_chunk_framing(raw) != 0
     }
 
     /// Writes one chunk; ``onDrained`` runs once the socket has taken all pending output.
@@ -24,11 +30,14 @@ extension ServerRequest {
     public func write(_ bytes: some Collection<UInt8>) {
         guard state == .streaming, let raw, let server, !bytes.isEmpty else { return }
         let buffer = server.scratchBuffer
+        if framesChunks { EventBuffer.append(ChunkFraming.sizeLine(bytes.count), to: buffer) }
         EventBuffer.append(bytes, to: buffer)
+        if framesChunks { EventBuffer.append(ChunkFraming.end, to: buffer) }
         sendChunk(raw, from: buffer)
     }
 
-    /// Moves `buffer` into the connection as one chunk, with the drained callback.
+    /// Moves `buffer` (one chunk, framed if ``framesChunks``) into the connection, with the
+    /// drained callback.
     func sendChunk(_ raw: OpaquePointer, from buffer: OpaquePointer) {
         // The context is unretained: while streaming, the connection holds `self` as its open
         // request, and evhttp replaces this callback when the stream ends.
@@ -58,8 +67,17 @@ extension ServerRequest {
         stopWatchingConnection()
         state = .finished
         self.raw = nil
+        if framesChunks { tributary_evhttp_return_chunk_framing(raw) }
         evhttp_send_reply_end(raw)
         releaseCallbacks()
         server?.completed(self)
     }
+}
+
+/// The framing of one chunk in HTTP/1.1's chunked transfer coding (RFC 9112 §7.1).
+enum ChunkFraming {
+    /// The size line before `count` bytes of data: the size in hex, then CRLF.
+    static func sizeLine(_ count: Int) -> [UInt8] { Array(String(count, radix: 16).utf8) + end }
+    /// What follows the data.
+    static let end: [UInt8] = Array("\r\n".utf8)
 }

@@ -56,6 +56,8 @@ public final class ServerRequest {
     let connection: ServerConnection
     /// Whether the request is its connection's open request (see `+Disconnect`).
     var isWatchingConnection = false
+    /// Whether this stream frames its own chunks rather than evhttp (see `+Streaming`).
+    var framesChunks = false
 
     init(raw: OpaquePointer, method: HTTPMethod, server: HTTPServer, connection: ServerConnection) {
         self.raw = raw
