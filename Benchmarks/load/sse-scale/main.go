@@ -62,7 +62,7 @@ func main() {
 	connecting := flag.Int("connecting", 256, "connects in flight at once")
 	keep := flag.Bool("keep", false, "keep the work directory (config, service log)")
 	workers := flag.Int("workers", 1, "the service's workers (TRIBUTARY_WORKERS); the goal is for one")
-	defaultLimits := flag.Bool("default-limits", false, "keep server.maxConnections and sse.maxSubscribers at their defaults (10,000)")
+	defaultLimits := flag.Bool("default-limits", false, "leave server.maxConnections and sse.maxSubscribers at their defaults (12,000 and 10,000)")
 	quietMax := flag.Int("quiet-max", harness.EnvInt("QUIET_MAX", 15), "before each run, wait until the machine is at most this % busy (env QUIET_MAX)")
 	quietWait := flag.Duration("quiet-wait", time.Duration(harness.EnvInt("QUIET_WAIT", 600))*time.Second, "but no longer than this (env QUIET_WAIT, seconds)")
 	flag.StringVar(&profileCommand, "profile", "", "a command run during the updates of each run, stopped with SIGINT; {pid} is the service's pid, {run} the run, e.g. 'perf record -g -p {pid} -o /tmp/sse-{run}.data'")

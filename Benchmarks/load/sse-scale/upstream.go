@@ -47,12 +47,12 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeConfig writes a configuration with only the groups resource on upstream `url`,
-// limits high enough for `subscribers` live streams, and no interval refresh (updates come
+// limits high enough for `subscribers` live streams (the defaults with defaultLimits), and no interval refresh (updates come
 // only from POST /groups/reload), so every snapshot a client sees is one we caused.
 func writeConfig(dir, url string, subscribers int, defaultLimits bool) (string, error) {
 	limit := subscribers + 1000
 	if defaultLimits {
-		limit = 10000 // the defaults of server.maxConnections and sse.maxSubscribers
+		limit = 0 // left out: server.maxConnections and sse.maxSubscribers keep their defaults
 	}
 	return harness.WriteConfig(dir, harness.Config{
 		Tool: "sse-scale", UpstreamURL: url, MaxConnections: limit, MaxSubscribers: limit,
