@@ -126,7 +126,7 @@ public final class Worker {
     private func makeUpstreams() -> [String: Upstream] {
         var upstreams: [String: Upstream] = [:]
         for (name, settings) in configuration.upstreams {
-            client.setPoolCapacity(settings.poolSize, for: settings.url)
+            client.setPoolCapacity(settings.poolSize(perWorkerOf: configuration.server.workers), for: settings.url)
             upstreams[name] = Upstream(name: name, base: settings.url, policy: settings.policy, client: client)
         }
         return upstreams

@@ -33,6 +33,18 @@ struct ConfigurationTests {
         #expect(groups.definition.detailPath.description == "/groups/{id}/metadata")
     }
 
+    @Test("poolSize is split evenly across workers, rounded down, at least one connection each")
+    func poolShare() throws {
+        var tasks = Configuration.UpstreamSettings(url: try BaseURL("http://127.0.0.1:1"))
+        tasks.poolSize = 128
+        #expect(tasks.poolSize(perWorkerOf: 1) == 128)
+        #expect(tasks.poolSize(perWorkerOf: 2) == 64)
+        tasks.poolSize = 5
+        #expect(tasks.poolSize(perWorkerOf: 2) == 2)
+        tasks.poolSize = 1
+        #expect(tasks.poolSize(perWorkerOf: 3) == 1)
+    }
+
     @Test("the command line beats the environment, which beats the file")
     func layering() throws {
         let environment = ["TRIBUTARY_LISTEN": "127.0.0.1:9000", "TRIBUTARY_UPSTREAM_TASKS": "http://10.0.0.1:1", "TRIBUTARY_WORKERS": "2"]

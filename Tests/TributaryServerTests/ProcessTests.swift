@@ -5,13 +5,13 @@ import TributaryTesting
 
 @Suite("The tributary process: graceful shutdown, access log, workers")
 struct ProcessTests {
-    static func yaml(upstream: String, shutdownTimeout: String = "5s", workers: Int = 1) -> String {
+    static func yaml(upstream: String, shutdownTimeout: String = "5s", workers: Int = 1, poolSize: Int = 64) -> String {
         """
         server:
           workers: \(workers)
           shutdownTimeout: \(shutdownTimeout)
         upstreams:
-          tasks: {url: "\(upstream)", timeout: 10s, retries: 0}
+          tasks: {url: "\(upstream)", timeout: 10s, retries: 0, poolSize: \(poolSize)}
         resources:
           groups:
             kind: list
@@ -72,6 +72,25 @@ struct ProcessTests {
         for _ in 0..<20 {
             #expect(try TestHTTP.get(port: service.port, "/groups").text == fixture.mergedJSON)
         }
+        #expect(await service.terminate() == 0)
+        await upstream.shutdown()
+    }
+
+    @Test("upstreams.<name>.poolSize bounds the whole process's connections, however many workers share it")
+    func poolSplitAcrossWorkers() async throws {
+        let fixture = TaskGroupsFixture(count: 12)
+        let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0, delay: .milliseconds(20))! }
+        let service = try await ServiceProcess(
+            yaml: Self.yaml(upstream: upstream.baseURL, poolSize: 4), arguments: ["--workers", "2"])
+        // Eight clients at once: with SO_REUSEPORT both workers get some of them, and each
+        // would fill a pool of its own if poolSize were per worker.
+        let clients = try (0..<8).map { _ in try TestConnection(port: service.port) }
+        for client in clients { try client.sendRequest("GET", "/groups") }
+        for client in clients { #expect(try client.readResponse().text == fixture.mergedJSON) }
+        let requests = upstream.requests
+        #expect(requests.count == 8 * 13)
+        #expect(requests.maxInFlight <= 4)
+        #expect(Set(requests.map(\.clientPort)).count <= 4, "upstream connections")
         #expect(await service.terminate() == 0)
         await upstream.shutdown()
     }

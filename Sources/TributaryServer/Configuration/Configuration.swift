@@ -69,13 +69,21 @@ public struct Configuration: Sendable {
         public var url: BaseURL
         /// `timeout`, `retries`, `backoff`: see ``Upstream/Policy``.
         public var policy = Upstream.Policy()
-        /// `poolSize`: keep-alive connections per worker.
+        /// `poolSize`: keep-alive connections to this upstream from the whole process, split
+        /// evenly across the workers (see ``poolSize(perWorkerOf:)``), so adding workers does
+        /// not multiply what the upstream has to hold.
         public var poolSize = 64
         /// `maxResponseBytes`: larger upstream bodies fail the call.
         public var maxResponseBytes = 8 * 1024 * 1024
 
         public init(url: BaseURL) {
             self.url = url
+        }
+
+        /// One worker's share of ``poolSize`` when `workers` share it: an equal part, rounded
+        /// down so the process stays within `poolSize`, but at least one connection.
+        public func poolSize(perWorkerOf workers: Int) -> Int {
+            max(1, poolSize / max(1, workers))
         }
     }
 
