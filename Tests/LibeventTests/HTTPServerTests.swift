@@ -151,7 +151,7 @@ struct SharedBytesTests {
 
     /// The stream frames its own chunks (see `CEvhttpChunkFraming`); a mistake there would
     /// corrupt every event stream, so this pins the bytes on the wire for both protocol versions.
-    @Test("shared and plain writes are framed as chunks for HTTP/1.1, sent raw to HTTP/1.0, and the stream ends cleanly")
+    @Test("shared and plain writes are framed as chunks for HTTP/1.1, sent raw to HTTP/1.0, dropped for HEAD, and the stream ends cleanly")
     func framing() async throws {
         let shared = Array("shared event\n\n".utf8)
         let plain = Array(": heartbeat\n\n".utf8)
@@ -173,6 +173,17 @@ struct SharedBytesTests {
         #expect(chunks == [shared, plain, shared])
         try http11.send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try http11.readResponse().status == 200, "the connection is usable after the last chunk")
+
+        // A HEAD request streams nothing, and leaves nothing behind for the next stream.
+        let headOnly = try TestConnection(port: server.port)
+        try headOnly.send("HEAD /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try headOnly.readHead().status == 200)
+        let after = try TestConnection(port: server.port)
+        try after.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try after.readHead()
+        var afterChunks: [[UInt8]] = []
+        while let chunk = try after.readChunk() { afterChunks.append(chunk) }
+        #expect(afterChunks == [shared, plain, shared])
 
         let http10 = try TestConnection(port: server.port)
         try http10.send("GET /events HTTP/1.0\r\n\r\n")

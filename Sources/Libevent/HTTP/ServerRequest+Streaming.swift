@@ -5,8 +5,8 @@ import Glibc
 /// Streamed (chunked) answers, e.g. server-sent events, with a drained signal for back pressure.
 ///
 /// The stream frames its chunks itself (`CEvhttpChunkFraming`): a chunk of ``SharedBytes`` is
-/// then one reference to bytes framed once for every stream, instead of three fresh buffers
-/// per stream that evhttp's own framing allocates.
+/// then one reference to bytes framed once for every stream, without the two fresh buffers
+/// evhttp's own framing would add around it on every stream.
 ///
 /// ```swift
 /// request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
@@ -44,6 +44,10 @@ extension ServerRequest {
         evhttp_send_reply_chunk_with_cb(raw, buffer, { _, context in
             Unmanaged<ServerRequest>.fromOpaque(context!).takeUnretainedValue().onDrained?()
         }, Unmanaged.passUnretained(self).toOpaque())
+        // An answer without a body (HEAD, 204, 304) takes nothing: the buffer is the server's
+        // scratch buffer, and what stayed in it would open the next stream's chunk.
+        let untaken = evbuffer_get_length(buffer)
+        if untaken > 0 { evbuffer_drain(buffer, untaken) }
     }
 
     /// Caps the kernel's send buffer for this connection (SO_SNDBUF; the kernel doubles it),

@@ -18,11 +18,12 @@ public final class SharedBytes {
     let start: Int
 
     public init(_ bytes: [UInt8]) {
-        let framed = ChunkFraming.sizeLine(bytes.count) + bytes + ChunkFraming.end
+        let sizeLine = ChunkFraming.sizeLine(bytes.count)
+        let framed = sizeLine + bytes + ChunkFraming.end
         let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: framed.count, alignment: 1)
         framed.withUnsafeBytes { storage.copyMemory(from: $0) }
         self.storage = storage
-        start = framed.count - bytes.count - ChunkFraming.end.count
+        start = sizeLine.count
         count = bytes.count
     }
 
