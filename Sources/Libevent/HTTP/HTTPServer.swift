@@ -140,7 +140,7 @@ public final class HTTPServer {
     /// Whether some connection still has answer bytes the socket has not taken: an answer is
     /// written on later loop turns, so a server stopping right after answering would lose it.
     public var hasPendingOutput: Bool {
-        connections.values.contains { evbuffer_get_length(bufferevent_get_output($0.bufferEvent)) > 0 }
+        connections.values.contains { $0.pendingOutputBytes > 0 }
     }
 
     func forget(_ connection: ServerConnection) {
@@ -162,11 +162,7 @@ public final class HTTPServer {
             evhttp_send_reply(raw, 501, "Not Implemented", nil)
             return
         }
-        let evcon = evhttp_request_get_connection(raw)!
-        let isNew = connections[evcon] == nil
-        let admitted = !isNew || limits.maxConnections.map { connections.count < $0 } ?? true
-        let connection = connections[evcon] ?? ServerConnection(server: self, evcon: evcon)
-        connections[evcon] = connection
+        let (connection, admitted) = connection(of: raw)
         let request = ServerRequest(raw: raw, method: method, server: self, connection: connection)
         openRequestCount += 1
         guard admitted else {
@@ -181,6 +177,17 @@ public final class HTTPServer {
         }
         handler(request)
         request.watchConnection()
+    }
+
+    /// The connection `raw` came on, known from its first request on, and whether it is
+    /// within ``Limits/maxConnections`` (a known connection always is).
+    private func connection(of raw: OpaquePointer) -> (ServerConnection, admitted: Bool) {
+        let evcon = evhttp_request_get_connection(raw)!
+        if let known = connections[evcon] { return (known, true) }
+        let admitted = limits.maxConnections.map { connections.count < $0 } ?? true
+        let connection = ServerConnection(server: self, evcon: evcon)
+        connections[evcon] = connection
+        return (connection, admitted)
     }
 
     private func limitViolation(_ raw: OpaquePointer) -> HTTPError? {

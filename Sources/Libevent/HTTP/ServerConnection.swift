@@ -26,6 +26,9 @@ final class ServerConnection {
 
     var bufferEvent: OpaquePointer { evhttp_connection_get_bufferevent(evcon) }
 
+    /// Bytes written to this connection that the socket has not taken yet.
+    var pendingOutputBytes: Int { evbuffer_get_length(bufferevent_get_output(bufferEvent)) }
+
     private func closed() {
         server?.forget(self)
         let request = openRequest

@@ -61,8 +61,7 @@ extension ServerRequest {
 
     /// Bytes written but not yet taken by the socket.
     public var pendingOutputBytes: Int {
-        guard raw != nil else { return 0 }
-        return evbuffer_get_length(bufferevent_get_output(connection.bufferEvent))
+        raw == nil ? 0 : connection.pendingOutputBytes
     }
 
     /// Ends the stream (the last chunk) and hands the connection back to libevent.
