@@ -125,8 +125,9 @@ public final class Worker {
 
     private func makeUpstreams() -> [String: Upstream] {
         var upstreams: [String: Upstream] = [:]
+        let capacities = configuration.poolCapacityPerWorker
         for (name, settings) in configuration.upstreams {
-            client.setPoolCapacity(settings.poolSize(perWorkerOf: configuration.server.workers), for: settings.url)
+            client.setPoolCapacity(capacities[settings.url.origin]!, for: settings.url)
             upstreams[name] = Upstream(name: name, base: settings.url, policy: settings.policy, client: client)
         }
         return upstreams

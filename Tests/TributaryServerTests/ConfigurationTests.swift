@@ -45,6 +45,23 @@ struct ConfigurationTests {
         #expect(tasks.poolSize(perWorkerOf: 3) == 1)
     }
 
+    @Test("upstreams on one origin share its pool, sized by the largest of their shares in any order")
+    func poolPerOrigin() throws {
+        for (tasks, media) in [(8, 20), (20, 8)] {
+            let configuration = try Configuration.load(yaml: """
+                server: {workers: 2}
+                upstreams:
+                  tasks: {url: "http://127.0.0.1:1", poolSize: \(tasks)}
+                  media: {url: "http://127.0.0.1:1/media", poolSize: \(media)}
+                  search: {url: "http://127.0.0.1:2"}
+                """, file: "t.yaml")
+            let capacities = configuration.poolCapacityPerWorker
+            #expect(capacities[try BaseURL("http://127.0.0.1:1").origin] == 10)
+            #expect(capacities[try BaseURL("http://127.0.0.1:2").origin] == 32)
+            #expect(capacities.count == 2)
+        }
+    }
+
     @Test("the command line beats the environment, which beats the file")
     func layering() throws {
         let environment = ["TRIBUTARY_LISTEN": "127.0.0.1:9000", "TRIBUTARY_UPSTREAM_TASKS": "http://10.0.0.1:1", "TRIBUTARY_WORKERS": "2"]

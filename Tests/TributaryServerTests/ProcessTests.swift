@@ -5,10 +5,12 @@ import TributaryTesting
 
 @Suite("The tributary process: graceful shutdown, access log, workers")
 struct ProcessTests {
-    static func yaml(upstream: String, shutdownTimeout: String = "5s", workers: Int = 1, poolSize: Int = 64) -> String {
+    /// One worker unless `--workers` says otherwise; only the tasks upstream, so `poolSize`
+    /// is its origin's alone.
+    static func yaml(upstream: String, shutdownTimeout: String = "5s", poolSize: Int = 64) -> String {
         """
         server:
-          workers: \(workers)
+          workers: 1
           shutdownTimeout: \(shutdownTimeout)
         upstreams:
           tasks: {url: "\(upstream)", timeout: 10s, retries: 0, poolSize: \(poolSize)}

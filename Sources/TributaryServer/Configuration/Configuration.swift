@@ -13,6 +13,18 @@ public struct Configuration: Sendable {
 
     public init() {}
 
+    /// How many connections each worker's pool for an upstream origin may open. Upstreams on
+    /// one origin share its pool (their connections are interchangeable), which gets the
+    /// largest of their shares whatever order the file lists them in.
+    public var poolCapacityPerWorker: [BaseURL.Origin: Int] {
+        var capacities: [BaseURL.Origin: Int] = [:]
+        for upstream in upstreams.values {
+            let share = upstream.poolSize(perWorkerOf: server.workers)
+            capacities[upstream.url.origin] = max(capacities[upstream.url.origin] ?? 0, share)
+        }
+        return capacities
+    }
+
     /// `server:` — the HTTP server.
     public struct Server: Sendable, Equatable {
         /// `listen`, `TRIBUTARY_LISTEN`, `--listen`: `HOST:PORT`.
