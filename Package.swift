@@ -32,12 +32,12 @@ let package = Package(
             pkgConfig: "libevent",
             providers: [.apt(["libevent-dev", "libssl-dev"])]
         ),
-        /// Takes chunk framing over from evhttp (the one struct field libevent 2.1 has no call for).
-        .target(name: "CEvhttpChunkFraming"),
+        /// The fields of evhttp's request struct that libevent 2.1 has no call for (chunk framing, HTTP version, body parsing state).
+        .target(name: "CEvhttpRequestFields"),
         .target(
             name: "Libevent",
             dependencies: [
-                "CLibevent", "CEvhttpChunkFraming",
+                "CLibevent", "CEvhttpRequestFields",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings

@@ -125,9 +125,10 @@ public final class Worker {
 
     private func makeUpstreams() -> [String: Upstream] {
         var upstreams: [String: Upstream] = [:]
-        let capacities = configuration.poolCapacityPerWorker
+        let limits = configuration.poolLimitsPerWorker
         for (name, settings) in configuration.upstreams {
-            client.setPoolCapacity(capacities[settings.url.origin]!, for: settings.url)
+            let limit = limits[settings.url.origin]!
+            client.setPoolLimits(capacity: limit.capacity, maxQueue: limit.maxQueue, for: settings.url)
             upstreams[name] = Upstream(name: name, base: settings.url, policy: settings.policy, client: client)
         }
         return upstreams

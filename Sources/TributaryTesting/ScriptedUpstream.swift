@@ -69,9 +69,10 @@ public final class ScriptedUpstream: Sendable {
     private let server: LoopBound<HTTPServer>
 
     private init(
-        port: UInt16, isTLS: Bool, records: Observed<[RecordedRequest]>, thread: LoopThread, server: LoopBound<HTTPServer>
+        port: UInt16, host: String, isTLS: Bool, records: Observed<[RecordedRequest]>, thread: LoopThread, server: LoopBound<HTTPServer>
     ) {
         self.port = port
+        self.host = host
         self.isTLS = isTLS
         self.records = records
         self.thread = thread
@@ -79,12 +80,18 @@ public final class ScriptedUpstream: Sendable {
     }
 
     private let isTLS: Bool
+    private let host: String
 
-    /// `http://127.0.0.1:PORT`, or `https://localhost:PORT` with TLS (the test certificate's name).
-    public var baseURL: String { isTLS ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)" }
+    /// `http://127.0.0.1:PORT` (`http://[::1]:PORT` on IPv6), or `https://localhost:PORT` with
+    /// TLS (the test certificate's name).
+    public var baseURL: String {
+        if isTLS { return "https://localhost:\(port)" }
+        return host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
+    }
 
+    /// Listens on `host` (a loopback address: `127.0.0.1` or `::1`) on a free port.
     public static func start(
-        tls: TLSContext? = nil, script: @escaping @Sendable (RecordedRequest) -> UpstreamReply
+        tls: TLSContext? = nil, host: String = "127.0.0.1", script: @escaping @Sendable (RecordedRequest) -> UpstreamReply
     ) async throws -> ScriptedUpstream {
         let thread = try LoopThread()
         let records = Observed<[RecordedRequest]>([])
@@ -92,10 +99,10 @@ public final class ScriptedUpstream: Sendable {
             let server = try HTTPServer(loop: loop, tls: tls) { request in
                 answer(request, loop: loop, records: records, script: script)
             }
-            let port = try server.bind(host: "127.0.0.1", port: 0)
+            let port = try server.bind(host: host, port: 0)
             return (port, LoopBound(server, loop: loop))
         }
-        return ScriptedUpstream(port: port, isTLS: tls != nil, records: records, thread: thread, server: server)
+        return ScriptedUpstream(port: port, host: host, isTLS: tls != nil, records: records, thread: thread, server: server)
     }
 
     /// Requests received so far.

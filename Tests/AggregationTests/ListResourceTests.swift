@@ -195,6 +195,25 @@ struct ListResourceTests {
         await upstream.shutdown()
     }
 
+    @Test("an answer over the upstream's maxResponseBytes fails at once, 502, and is not retried")
+    func oversizedAnswerIsNotRetried() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .json(#"{"result":[]}"# + String(repeating: " ", count: 8000)) }
+        let harness = try await Harness()
+        let outcome = try await harness.snapshot(
+            Self.definition(), upstream: upstream.baseURL,
+            policy: .init(timeout: .seconds(2), retries: 3, backoff: .milliseconds(10), maxResponseBytes: 4096))
+        guard case .failure(let error) = outcome else {
+            Issue.record("an oversized list was accepted: \(String(describing: outcome))")
+            return
+        }
+        #expect(error.code == .upstreamUnavailable)
+        #expect(error.status == 502)
+        #expect(error.message.contains("response_too_large"))
+        #expect(upstream.requests.count == 1)
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
     @Test("ids are percent-encoded as one path segment; dot-segment ids are refused without a call")
     func idsCannotEscapeTheirSegment() async throws {
         let ids = ["../../admin", "a/b", "x?y#z", "Grüße", "..", "50%"]

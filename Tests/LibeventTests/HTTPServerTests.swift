@@ -149,7 +149,7 @@ struct SharedBytesTests {
         await server.stop()
     }
 
-    /// The stream frames its own chunks (see `CEvhttpChunkFraming`); a mistake there would
+    /// The stream frames its own chunks (see `CEvhttpRequestFields`); a mistake there would
     /// corrupt every event stream, so this pins the bytes on the wire for both protocol versions.
     @Test("shared and plain writes are framed as chunks for HTTP/1.1, sent raw to HTTP/1.0, dropped for HEAD, and the stream ends cleanly")
     func framing() async throws {

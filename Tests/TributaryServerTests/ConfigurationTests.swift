@@ -45,20 +45,22 @@ struct ConfigurationTests {
         #expect(tasks.poolSize(perWorkerOf: 3) == 1)
     }
 
-    @Test("upstreams on one origin share its pool, sized by the largest of their shares in any order")
+    @Test("upstreams on one origin share its pool, sized and queued by the largest of their values in any order")
     func poolPerOrigin() throws {
         for (tasks, media) in [(8, 20), (20, 8)] {
             let configuration = try Configuration.load(yaml: """
                 server: {workers: 2}
                 upstreams:
-                  tasks: {url: "http://127.0.0.1:1", poolSize: \(tasks)}
-                  media: {url: "http://127.0.0.1:1/media", poolSize: \(media)}
+                  tasks: {url: "http://127.0.0.1:1", poolSize: \(tasks), maxQueue: \(tasks * 10)}
+                  media: {url: "http://127.0.0.1:1/media", poolSize: \(media), maxQueue: \(media * 10)}
                   search: {url: "http://127.0.0.1:2"}
                 """, file: "t.yaml")
-            let capacities = configuration.poolCapacityPerWorker
-            #expect(capacities[try BaseURL("http://127.0.0.1:1").origin] == 10)
-            #expect(capacities[try BaseURL("http://127.0.0.1:2").origin] == 32)
-            #expect(capacities.count == 2)
+            let limits = configuration.poolLimitsPerWorker
+            #expect(limits[try BaseURL("http://127.0.0.1:1").origin]?.capacity == 10)
+            #expect(limits[try BaseURL("http://127.0.0.1:1").origin]?.maxQueue == 200)
+            #expect(limits[try BaseURL("http://127.0.0.1:2").origin]?.capacity == 32)
+            #expect(limits[try BaseURL("http://127.0.0.1:2").origin]?.maxQueue == 10_000)
+            #expect(limits.count == 2)
         }
     }
 

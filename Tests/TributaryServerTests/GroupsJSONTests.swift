@@ -48,6 +48,37 @@ struct GroupsJSONTests {
         await upstream.shutdown()
     }
 
+    @Test("when calls to the upstream already fill its pool and line, the next answer is 503 upstream_saturated at once, with Retry-After")
+    func saturatedUpstream() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .hang }
+        let service = try await ServiceHarness(yaml: """
+            upstreams:
+              tasks: {url: "\(upstream.baseURL)", timeout: 10s, retries: 0, poolSize: 1, maxQueue: 1}
+            resources:
+              groups:
+                kind: list
+                upstream: tasks
+                list: {path: /groups, items: result}
+                details: {path: "/groups/{id}/metadata", value: result}
+            """)
+        let first = try TestConnection(port: service.port)
+        try first.sendRequest("GET", "/groups")
+        let second = try TestConnection(port: service.port)
+        try second.sendRequest("GET", "/groups")
+        #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.count == 1 })
+        let started = ContinuousClock.now
+        let refused = try service.get("/groups")
+        #expect(refused.status == 503)
+        #expect(refused.error?.code == "upstream_saturated")
+        #expect(refused.header("Retry-After") == "1")
+        #expect(ContinuousClock.now - started < .seconds(2), "refused at once, not after the upstream timeout")
+        #expect(upstream.requests.count == 1)
+        first.close()
+        second.close()
+        await service.stop()
+        await upstream.shutdown()
+    }
+
     @Test("upstream failures become JSON errors naming the upstream: 502, 504 on timeout, 502 with the path for bad JSON")
     func upstreamFailures() async throws {
         let mode = Observed("status")

@@ -9,6 +9,8 @@ public struct ResourceError: Error, Sendable, Equatable, CustomStringConvertible
         case upstreamUnavailable = "upstream_unavailable"
         /// The upstream did not answer in time.
         case upstreamTimeout = "upstream_timeout"
+        /// Too many calls already wait for a connection to the upstream (503, try again soon).
+        case upstreamSaturated = "upstream_saturated"
         /// The upstream answered with a non-2xx status.
         case upstreamStatus = "upstream_status"
         /// The upstream's body was not JSON, or not shaped as configured.
@@ -31,7 +33,13 @@ public struct ResourceError: Error, Sendable, Equatable, CustomStringConvertible
         self.message = message
     }
 
-    public var status: Int { code == .upstreamTimeout ? 504 : 502 }
+    public var status: Int {
+        switch code {
+        case .upstreamTimeout: 504
+        case .upstreamSaturated: 503
+        default: 502
+        }
+    }
 
     public var httpError: HTTPError { HTTPError(status: status, code: code.rawValue, message: message) }
 
@@ -40,7 +48,11 @@ public struct ResourceError: Error, Sendable, Equatable, CustomStringConvertible
 
 extension ResourceError {
     init(_ error: UpstreamError, upstream: String, path: String) {
-        let code: Code = error.kind == .timeout ? .upstreamTimeout : .upstreamUnavailable
+        let code: Code = switch error.kind {
+        case .timeout: .upstreamTimeout
+        case .saturated: .upstreamSaturated
+        default: .upstreamUnavailable
+        }
         self.init(code: code, upstream: upstream, path: path, message: "upstream \(upstream): GET \(path) failed: \(error)")
     }
 }

@@ -13,15 +13,22 @@ public final class Upstream {
     public struct Policy: Sendable, Equatable {
         /// Deadline of one attempt.
         public var timeout: Duration
-        /// Extra attempts after a connection failure or a 502/503/504 answer.
+        /// Extra attempts after a connection failure or a 502/503/504 answer (never after a
+        /// timeout, a TLS failure, an oversized or malformed answer, or a saturated pool).
         public var retries: Int
         /// Wait before the first retry; doubled for each further one.
         public var backoff: Duration
+        /// A larger response body fails the call (`upstream_unavailable`, not retried).
+        public var maxResponseBytes: Int
 
-        public init(timeout: Duration = .seconds(5), retries: Int = 1, backoff: Duration = .milliseconds(100)) {
+        public init(
+            timeout: Duration = .seconds(5), retries: Int = 1, backoff: Duration = .milliseconds(100),
+            maxResponseBytes: Int = 8 * 1024 * 1024
+        ) {
             self.timeout = timeout
             self.retries = retries
             self.backoff = backoff
+            self.maxResponseBytes = maxResponseBytes
         }
     }
 
@@ -115,14 +122,15 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
 
     private func send() {
         let request = UpstreamRequest(
-            base: upstream.base, path: path, headers: [("Accept", "application/json")], timeout: upstream.policy.timeout)
+            base: upstream.base, path: path, headers: [("Accept", "application/json")], timeout: upstream.policy.timeout,
+            maxResponseBytes: upstream.policy.maxResponseBytes)
         attemptStarted = .now
         call = upstream.client.execute(request) { [self] result in
             call = nil
             upstream.metrics.latency.recordInterval(since: attemptStarted)
             switch result {
             case .success(let response): received(response)
-            case .failure(let error): failed(ResourceError(error, upstream: upstream.name, path: path), retryable: error.kind != .timeout)
+            case .failure(let error): failed(ResourceError(error, upstream: upstream.name, path: path), retryable: error.isRetryable)
             }
         }
     }

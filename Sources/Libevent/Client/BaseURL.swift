@@ -53,7 +53,11 @@ public struct BaseURL: Hashable, Sendable, CustomStringConvertible {
         let isTLS = scheme == "https"
         let port = evhttp_uri_get_port(parsed)
         guard port <= 65535 else { throw BaseURLError(url: text, problem: "has an invalid port") }
-        origin = Origin(isTLS: isTLS, host: String(cString: hostPointer), port: port < 0 ? (isTLS ? 443 : 80) : UInt16(port))
+        // libevent keeps an IPv6 literal's brackets ("[::1]"); the origin holds the address
+        // itself, which is what connecting, TLS and the Host header each need.
+        var host = String(cString: hostPointer)
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        origin = Origin(isTLS: isTLS, host: host, port: port < 0 ? (isTLS ? 443 : 80) : UInt16(port))
         var path = evhttp_uri_get_path(parsed).map { String(cString: $0) } ?? ""
         while path.hasSuffix("/") { path.removeLast() }
         self.path = path

@@ -1,40 +1,69 @@
 /// The keep-alive connections to one origin, at most `capacity` of them, and the calls
-/// waiting for one (first come, first served). Loop-confined.
+/// waiting for one (first come, first served, at most `maxQueue` of them). Loop-confined.
 ///
 /// ```
 /// enqueue(call) ─▶ idle connection?  ─yes─▶ dispatch
 ///                      │ no
 ///                  below capacity?   ─yes─▶ new connection ─▶ dispatch
 ///                      │ no
+///                  line full?        ─yes─▶ fail at once (saturated)
+///                      │ no
 ///                  wait in line ◀── checkIn(connection) dispatches the next live waiter
 /// ```
+///
+/// A call that leaves the line early (cancelled, timed out) is withdrawn from the count at
+/// once and its slot is compacted away soon after, so a saturated pool whose callers give up
+/// holds no more than `maxQueue` calls, however long the saturation lasts.
 final class ConnectionPool {
     let origin: BaseURL.Origin
     let capacity: Int
-    private unowned let client: UpstreamClient
+    let maxQueue: Int
+    /// Unowned: the client owns its pools. A pool outlives it only inside a job that returns
+    /// a connection, when nothing waits in its line any more.
+    unowned let client: UpstreamClient
+    let loop: EventLoop
     private var idle: [UpstreamConnection] = []
     private var openCount = 0
-    /// Waiting calls; cancelled ones are skipped when their turn comes.
+    /// The line: live calls and the slots of withdrawn ones, oldest first from `waitingHead`.
     private var waiting: [UpstreamCall] = []
     private var waitingHead = 0
+    /// Calls in the line that still wait (the rest of it are withdrawn slots).
+    private var queuedCount = 0
     /// Calls on a connection now.
     private var active: [ObjectIdentifier: UpstreamCall] = [:]
 
-    init(origin: BaseURL.Origin, capacity: Int, client: UpstreamClient) {
+    init(origin: BaseURL.Origin, capacity: Int, maxQueue: Int, client: UpstreamClient) {
         self.origin = origin
         self.capacity = max(1, capacity)
+        self.maxQueue = max(0, maxQueue)
         self.client = client
+        loop = client.loop
     }
 
     /// Connections open or in use.
     var connectionCount: Int { openCount }
     var idleCount: Int { idle.count }
+    /// Calls waiting for a connection.
+    var waitingCount: Int { queuedCount }
 
     func enqueue(_ call: UpstreamCall) {
         if let connection = checkOut() {
             dispatch(call, on: connection)
+        } else if queuedCount >= maxQueue {
+            call.refuse(.saturated, "\(maxQueue) calls already wait for one of \(capacity) connections to \(origin)")
         } else {
             waiting.append(call)
+            queuedCount += 1
+        }
+    }
+
+    /// A waiting call left the line (cancelled or timed out); its slot is skipped.
+    func withdraw(_ call: UpstreamCall) {
+        queuedCount -= 1
+        let withdrawn = waiting.count - waitingHead - queuedCount
+        if withdrawn > 64 && withdrawn > queuedCount {
+            waiting = waiting[waitingHead...].filter(\.isQueued)
+            waitingHead = 0
         }
     }
 
@@ -46,7 +75,7 @@ final class ConnectionPool {
             idle.append(connection)
         } else {
             openCount -= 1
-            client.loop.deferred { withExtendedLifetime(connection) {} }
+            loop.deferred { withExtendedLifetime(connection) {} }
         }
         dispatchWaiting()
     }
@@ -55,7 +84,7 @@ final class ConnectionPool {
         while let connection = idle.popLast() {
             if connection.isReusable { return connection }
             openCount -= 1
-            client.loop.deferred { withExtendedLifetime(connection) {} }
+            loop.deferred { withExtendedLifetime(connection) {} }
         }
         guard openCount < capacity, let connection = client.makeConnection(to: origin) else { return nil }
         openCount += 1
@@ -71,6 +100,7 @@ final class ConnectionPool {
             }
             guard let connection = checkOut() else { return }
             advanceWaiting()
+            queuedCount -= 1
             dispatch(call, on: connection)
         }
     }
@@ -82,10 +112,11 @@ final class ConnectionPool {
 
     /// Cancels every call, queued or on a connection (the client is going away).
     func cancelAll() {
-        let calls = waiting[waitingHead...] + active.values
+        let calls = Array(waiting[waitingHead...]) + Array(active.values)
+        for call in calls { call.cancel() }
         waiting.removeAll()
         waitingHead = 0
-        for call in calls { call.cancel() }
+        queuedCount = 0
     }
 
     private func advanceWaiting() {

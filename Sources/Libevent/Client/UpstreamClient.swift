@@ -13,8 +13,11 @@ import CLibevent
 /// Or as a publisher, whose cancellation cancels the call: ``publisher(for:)``.
 public final class UpstreamClient {
     public struct Configuration: Sendable {
-        /// Connections per origin unless ``setPoolCapacity(_:for:)`` says otherwise.
+        /// Connections per origin unless ``setPoolLimits(capacity:maxQueue:for:)`` says otherwise.
         public var defaultPoolCapacity: Int
+        /// Calls that may wait for a connection per origin, unless set per origin; beyond,
+        /// a call fails at once with ``UpstreamError/Kind/saturated``.
+        public var defaultMaxQueue: Int
         /// Larger response bodies fail the call with ``UpstreamError/Kind/responseTooLarge``.
         public var maxResponseBytes: Int
         public var maxResponseHeaderBytes: Int
@@ -25,10 +28,11 @@ public final class UpstreamClient {
         public var tls: TLSContext?
 
         public init(
-            defaultPoolCapacity: Int = 64, maxResponseBytes: Int = 8 * 1024 * 1024,
+            defaultPoolCapacity: Int = 64, defaultMaxQueue: Int = 10_000, maxResponseBytes: Int = 8 * 1024 * 1024,
             maxResponseHeaderBytes: Int = 64 * 1024, connectionTimeout: Duration = .seconds(30), tls: TLSContext? = nil
         ) {
             self.defaultPoolCapacity = defaultPoolCapacity
+            self.defaultMaxQueue = defaultMaxQueue
             self.maxResponseBytes = maxResponseBytes
             self.maxResponseHeaderBytes = maxResponseHeaderBytes
             self.connectionTimeout = connectionTimeout
@@ -39,7 +43,7 @@ public final class UpstreamClient {
     public let loop: EventLoop
     public let configuration: Configuration
     private var pools: [BaseURL.Origin: ConnectionPool] = [:]
-    private var capacities: [BaseURL.Origin: Int] = [:]
+    private var limits: [BaseURL.Origin: (capacity: Int, maxQueue: Int)] = [:]
     private lazy var systemTLS: TLSContext? = try? TLSContext.client()
     /// An asynchronous DNS resolver, made on first use of a host name.
     private var dns: OpaquePointer?
@@ -57,9 +61,10 @@ public final class UpstreamClient {
         if let dns { evdns_base_free(dns, 0) }
     }
 
-    /// Sets how many connections the pool for `base`'s origin may open.
-    public func setPoolCapacity(_ capacity: Int, for base: BaseURL) {
-        capacities[base.origin] = capacity
+    /// Sets how many connections the pool for `base`'s origin may open, and how many calls
+    /// may wait for one (nil: ``Configuration/defaultMaxQueue``). Set it before the first call.
+    public func setPoolLimits(capacity: Int, maxQueue: Int? = nil, for base: BaseURL) {
+        limits[base.origin] = (capacity, maxQueue ?? configuration.defaultMaxQueue)
     }
 
     /// Starts a call; `completion` runs once on the loop unless the call is cancelled.
@@ -77,9 +82,15 @@ public final class UpstreamClient {
         pools[base.origin]?.connectionCount ?? 0
     }
 
+    /// Calls waiting for a connection to `base`'s origin.
+    public func waitingCount(for base: BaseURL) -> Int {
+        pools[base.origin]?.waitingCount ?? 0
+    }
+
     private func pool(for origin: BaseURL.Origin) -> ConnectionPool {
         if let pool = pools[origin] { return pool }
-        let pool = ConnectionPool(origin: origin, capacity: capacities[origin] ?? configuration.defaultPoolCapacity, client: self)
+        let limit = limits[origin] ?? (configuration.defaultPoolCapacity, configuration.defaultMaxQueue)
+        let pool = ConnectionPool(origin: origin, capacity: limit.capacity, maxQueue: limit.maxQueue, client: self)
         pools[origin] = pool
         return pool
     }

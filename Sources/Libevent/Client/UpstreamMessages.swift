@@ -12,10 +12,14 @@ public struct UpstreamRequest: Sendable {
     /// Whether the response's headers are copied into ``UpstreamResponse/headers`` (most
     /// callers only read the status and body, and copying costs on every call).
     public var keepsResponseHeaders: Bool
+    /// A larger response body fails the call with ``UpstreamError/Kind/responseTooLarge``
+    /// (bounded again by the client's own ``UpstreamClient/Configuration/maxResponseBytes``).
+    public var maxResponseBytes: Int
 
     public init(
         base: BaseURL, method: HTTPMethod = .get, path: String, headers: [(String, String)] = [],
-        body: [UInt8] = [], timeout: Duration = .seconds(10), keepsResponseHeaders: Bool = false
+        body: [UInt8] = [], timeout: Duration = .seconds(10), keepsResponseHeaders: Bool = false,
+        maxResponseBytes: Int = 8 * 1024 * 1024
     ) {
         self.base = base
         self.method = method
@@ -24,6 +28,7 @@ public struct UpstreamRequest: Sendable {
         self.body = body
         self.timeout = timeout
         self.keepsResponseHeaders = keepsResponseHeaders
+        self.maxResponseBytes = maxResponseBytes
     }
 
     /// What goes on the request line: the base path and the request path.
@@ -62,9 +67,17 @@ public struct UpstreamError: Error, Sendable, Equatable, CustomStringConvertible
         case tls
         /// The response body or headers exceeded the client's limit.
         case responseTooLarge = "response_too_large"
-        /// The response was not valid HTTP.
+        /// The response was not valid HTTP, or broke a limit that protects the client.
         case invalidResponse = "invalid_response"
+        /// Too many calls were already waiting for a connection to this origin: the call
+        /// failed at once rather than queue without bound.
+        case saturated
     }
+
+    /// Whether another attempt may succeed: only a connection that failed. A timeout has
+    /// spent the caller's time already, and a TLS failure, an oversized or malformed answer
+    /// or a full line would only fail again.
+    public var isRetryable: Bool { kind == .connectionFailed }
 
     public let kind: Kind
     /// `origin + path` of the call, e.g. `http://127.0.0.1:8081/groups`.

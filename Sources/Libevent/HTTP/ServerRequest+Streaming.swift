@@ -1,10 +1,10 @@
-import CEvhttpChunkFraming
+import CEvhttpRequestFields
 import CLibevent
 import Glibc
 
 /// Streamed (chunked) answers, e.g. server-sent events, with a drained signal for back pressure.
 ///
-/// The stream frames its chunks itself (`CEvhttpChunkFraming`): a chunk of ``SharedBytes`` is
+/// The stream frames its chunks itself (`CEvhttpRequestFields`): a chunk of ``SharedBytes`` is
 /// then one reference to bytes framed once for every stream, without the two fresh buffers
 /// evhttp's own framing would add around it on every stream.
 ///

@@ -60,8 +60,12 @@ public final class LoopTimer {
         event_pending(event, Int16(EV_TIMEOUT), nil) != 0
     }
 
+    /// libevent counts a timeout from the time it cached when the loop last woke, which can
+    /// be a while ago inside a long callback: the cache is refreshed first, so a timer never
+    /// fires before its delay has passed.
     private func arm(_ delay: Duration) {
         var time = timeval(delay)
+        event_base_update_cache_time(loop.base)
         event_add(event, &time)
     }
 

@@ -66,13 +66,14 @@ extension Configuration {
             sse.maxSubscribers = try section.integer("maxSubscribers", atLeast: 1) ?? sse.maxSubscribers
         }
         for (name, section) in try root.section("upstreams")?.namedSections() ?? [] {
-            try section.allowOnly(["url", "timeout", "retries", "backoff", "poolSize", "maxResponseBytes"])
+            try section.allowOnly(["url", "timeout", "retries", "backoff", "poolSize", "maxQueue", "maxResponseBytes"])
             var upstream = UpstreamSettings(url: try Self.baseURL(try section.requiredString("url"), at: section.location("url")))
             upstream.policy.timeout = try section.duration("timeout") ?? upstream.policy.timeout
             upstream.policy.retries = try section.integer("retries", atLeast: 0) ?? upstream.policy.retries
             upstream.policy.backoff = try section.duration("backoff") ?? upstream.policy.backoff
             upstream.poolSize = try section.integer("poolSize", atLeast: 1) ?? upstream.poolSize
-            upstream.maxResponseBytes = try section.integer("maxResponseBytes", atLeast: 1024) ?? upstream.maxResponseBytes
+            upstream.maxQueue = try section.integer("maxQueue", atLeast: 0) ?? upstream.maxQueue
+            upstream.policy.maxResponseBytes = try section.integer("maxResponseBytes", atLeast: 1024) ?? upstream.policy.maxResponseBytes
             upstreams[name] = upstream
         }
         for (name, section) in try root.section("resources")?.namedSections() ?? [] {

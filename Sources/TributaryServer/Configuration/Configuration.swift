@@ -13,16 +13,18 @@ public struct Configuration: Sendable {
 
     public init() {}
 
-    /// How many connections each worker's pool for an upstream origin may open. Upstreams on
-    /// one origin share its pool (their connections are interchangeable), which gets the
-    /// largest of their shares whatever order the file lists them in.
-    public var poolCapacityPerWorker: [BaseURL.Origin: Int] {
-        var capacities: [BaseURL.Origin: Int] = [:]
+    /// How many connections each worker's pool for an upstream origin may open, and how many
+    /// calls may wait for one. Upstreams on one origin share its pool (their connections are
+    /// interchangeable), which gets the largest of their values whatever order the file lists
+    /// them in.
+    public var poolLimitsPerWorker: [BaseURL.Origin: (capacity: Int, maxQueue: Int)] {
+        var limits: [BaseURL.Origin: (capacity: Int, maxQueue: Int)] = [:]
         for upstream in upstreams.values {
-            let share = upstream.poolSize(perWorkerOf: server.workers)
-            capacities[upstream.url.origin] = max(capacities[upstream.url.origin] ?? 0, share)
+            let known = limits[upstream.url.origin] ?? (0, 0)
+            limits[upstream.url.origin] = (
+                max(known.capacity, upstream.poolSize(perWorkerOf: server.workers)), max(known.maxQueue, upstream.maxQueue))
         }
-        return capacities
+        return limits
     }
 
     /// `server:` — the HTTP server.
@@ -79,14 +81,16 @@ public struct Configuration: Sendable {
     public struct UpstreamSettings: Sendable, Equatable {
         /// `url` (required), `TRIBUTARY_UPSTREAM_<NAME>`, `--upstream NAME=URL`.
         public var url: BaseURL
-        /// `timeout`, `retries`, `backoff`: see ``Upstream/Policy``.
+        /// `timeout`, `retries`, `backoff`, `maxResponseBytes`: see ``Upstream/Policy``.
         public var policy = Upstream.Policy()
         /// `poolSize`: keep-alive connections to this upstream from the whole process, split
         /// evenly across the workers (see ``poolSize(perWorkerOf:)``), so adding workers does
         /// not multiply what the upstream has to hold.
         public var poolSize = 64
-        /// `maxResponseBytes`: larger upstream bodies fail the call.
-        public var maxResponseBytes = 8 * 1024 * 1024
+        /// `maxQueue`: calls that may wait for one of a worker's connections to this upstream;
+        /// beyond it a call fails at once, 503 `upstream_saturated`, instead of queueing
+        /// without bound while the upstream is slow.
+        public var maxQueue = 10_000
 
         public init(url: BaseURL) {
             self.url = url
