@@ -13,6 +13,11 @@ public enum Service {
     /// Runs until a stop signal; `ready` is called with the bound port once all workers listen.
     public static func run(configuration: Configuration, logger: Logger, ready: (UInt16) -> Void = { _ in }) throws {
         raiseOpenFileLimit(logger: logger)
+        // libevent's messages repeat once per event (a refused connect, a failed accept):
+        // debug-level lines, where the metrics and the service's own warnings say it once.
+        LibeventLog.route { severity, message in
+            logger.log(level: severity == .error ? .error : .debug, "\(message)", metadata: ["source": "libevent"])
+        }
         let shared = configuration.server.workers > 1
         let loop = try EventLoop()
         let directory = StreamDirectory()

@@ -21,6 +21,7 @@ public final class Worker {
     private let directory: StreamDirectory
     private let cors: CORSPolicy
     private let observer: RequestObserver
+    private let connections: ConnectionObserver
     private var router = Router<Route>()
     /// The live pipelines this worker runs for the whole process (the first worker's).
     public private(set) var ownedLiveResources: [String: LoopBound<LiveResource>] = [:]
@@ -47,10 +48,13 @@ public final class Worker {
         streams = EventStreamHub(loop: loop, settings: configuration.sse, directory: directory)
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         observer = RequestObserver(logger: logger)
+        connections = ConnectionObserver(logger: logger)
         server = try HTTPServer(loop: loop, limits: configuration.server.limits) { _ in }
         registerRoutes()
         server.handler = { [unowned self] request in route(request) }
         server.onComplete = { [unowned self] request in completed(request) }
+        server.onConnectionCountChange = { [unowned self] count in connections.connectionCountChanged(to: count) }
+        server.onAcceptPaused = { [unowned self] code in connections.acceptPaused(code) }
     }
 
     /// Listens on the configured address, or on `port` if given (SO_REUSEPORT when several

@@ -12,6 +12,8 @@ import Glibc
 /// ```
 public final class TestConnection {
     public let port: UInt16
+    /// The bound on every read, unless a call says otherwise.
+    public let timeout: Duration
     private var fd: Int32
     private var buffered: [UInt8] = []
     /// Whether the server closed its side (EOF or reset).
@@ -21,6 +23,7 @@ public final class TestConnection {
     /// (SO_RCVBUF, set before connecting so the TCP window honours it), to play a slow reader.
     public init(port: UInt16, timeout: Duration = .seconds(10), receiveBuffer: Int? = nil) throws {
         self.port = port
+        self.timeout = timeout
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestClientError.system("socket", errno) }
         if var size = receiveBuffer.map(Int32.init(clamping:)) {
@@ -69,6 +72,30 @@ public final class TestConnection {
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
         try send(Array((head + "\r\n").utf8) + body)
+    }
+
+    /// Sends as much of `bytes` as the server takes within `timeout` (it stops reading when
+    /// its bounds are reached); returns how many bytes went out.
+    public func sendWhileTaken(_ bytes: [UInt8], timeout: Duration) -> Int {
+        let (seconds, attoseconds) = timeout.components
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        defer {
+            var none = timeval()
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { break }
+            offset += sent
+        }
+        return offset
+    }
+
+    /// Shuts the sending side (a half-close: the server sees EOF, and may still answer).
+    public func finishSending() {
+        shutdown(fd, Int32(SHUT_WR))
     }
 
     /// Closes the socket (the server sees EOF). Idempotent.
@@ -147,8 +174,10 @@ public final class TestConnection {
     }
 
     /// Reads a whole response: head, then a body by `Content-Length`, chunks, or until close.
+    /// Interim (1xx) answers before it are skipped, as every HTTP/1.1 client must.
     public func readResponse(method: String = "GET") throws -> TestResponse {
         var response = try readHead()
+        while (100..<200).contains(response.status) && response.status != 101 { response = try readHead() }
         if method == "HEAD" || response.status == 204 || response.status == 304 { return response }
         if response.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
             while let chunk = try readChunk() { response.body += chunk }
@@ -175,6 +204,14 @@ public final class TestConnection {
         let data = try read(count: size)
         _ = try read(count: 2)
         return data
+    }
+
+    /// Waits at most `timeout` for the server to close the connection, discarding what
+    /// arrives; false if it is still open. The connection's own timeout applies afterwards.
+    public func waitForClose(within timeout: Duration) -> Bool {
+        setTimeout(timeout)
+        defer { setTimeout(self.timeout) }
+        return waitForClose()
     }
 
     /// Waits for the server to close the connection, discarding what arrives; false on timeout.

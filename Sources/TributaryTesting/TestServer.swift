@@ -31,6 +31,12 @@ public final class TestServer: Sendable {
         return TestServer(port: port, thread: thread, server: server)
     }
 
+    /// Runs `body` with the server, on its loop.
+    public func run<Result: Sendable>(_ body: @escaping @Sendable (HTTPServer) throws -> Result) async throws -> Result {
+        let server = self.server
+        return try await thread.run { _ in try body(server.value) }
+    }
+
     public func stop() async {
         let server = self.server
         await thread.stop { server.release() }

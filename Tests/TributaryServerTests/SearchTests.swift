@@ -61,7 +61,7 @@ struct SearchTests {
         #expect(await world.upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.query["q"] == "slowly" && $0.inFlight } })
         #expect(try world.set(id, Array("vapor".utf8)).status == 202)
         #expect(try stream.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "vapor"))
-        #expect(world.upstream.requests.first { $0.query["q"] == "slowly" }?.closedByClient == true)
+        #expect(await world.upstream.records.wait(timeout: .seconds(2)) { $0.first { $0.query["q"] == "slowly" }?.closedByClient == true })
         stream.close()
         await world.stop()
     }

@@ -14,14 +14,25 @@ final class ServiceProcess: Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tributary")
     }
 
-    init(yaml: String, command: String = "serve", arguments: [String] = [], environment: [String: String] = [:]) async throws {
+    /// `openFileLimit` runs it under `prlimit --nofile=N:N` (soft and hard: the service raises
+    /// its soft limit to the hard one at start).
+    init(
+        yaml: String, command: String = "serve", arguments: [String] = [], environment: [String: String] = [:],
+        openFileLimit: Int? = nil
+    ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-process-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let config = directory.appendingPathComponent("tributary.yaml")
         try yaml.write(to: config, atomically: true, encoding: .utf8)
         process = Process()
-        process.executableURL = Self.binary
-        process.arguments = [command, "--config", config.path, "--listen", "127.0.0.1:0"] + arguments
+        let serviceArguments = [command, "--config", config.path, "--listen", "127.0.0.1:0"] + arguments
+        if let openFileLimit {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments = ["--nofile=\(openFileLimit):\(openFileLimit)", "--", Self.binary.path] + serviceArguments
+        } else {
+            process.executableURL = Self.binary
+            process.arguments = serviceArguments
+        }
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TRIBUTARY_") }.merging(environment) { $1 }
         let errors = Pipe()
         process.standardError = errors
@@ -39,6 +50,18 @@ final class ServiceProcess: Sendable {
             throw TestClientError.malformed("the service did not start: \(output.value)")
         }
         self.port = port
+    }
+
+    /// The process id (prlimit execs the service, so it is the service's own).
+    var pid: Int32 { process.processIdentifier }
+
+    /// CPU time the process has used so far (user and system), from /proc.
+    var cpuTime: Duration {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let afterName = stat.range(of: ") ")?.upperBound else { return .zero }
+        let fields = stat[afterName...].split(separator: " ")
+        let ticks = (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+        return .milliseconds(ticks * 1000 / Int(sysconf(Int32(_SC_CLK_TCK))))
     }
 
     /// Sends SIGTERM and waits for the exit; returns the exit status.

@@ -31,6 +31,11 @@ extension HTTPError {
     public static func methodNotAllowed(_ message: String) -> Self {
         Self(status: 405, code: "method_not_allowed", message: message)
     }
+    /// A request whose framing a proxy could read otherwise than this server (RFC 9112 §6.3):
+    /// answered with `Connection: close`.
+    public static func malformedRequest(_ message: String) -> Self {
+        Self(status: 400, code: "malformed_request", message: message)
+    }
     public static func headersTooLarge(limit: Int) -> Self {
         Self(status: 431, code: "headers_too_large", message: "request headers exceed \(limit) bytes")
     }

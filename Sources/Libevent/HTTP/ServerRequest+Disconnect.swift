@@ -1,35 +1,15 @@
 import CLibevent
 
-/// Disconnect detection for open requests.
-///
-/// While a handler is pending, evhttp stops reading the connection, so a client that drops an
-/// unanswered request is never noticed. Watching re-arms reading on the connection's
-/// bufferevent with a NULL read callback (evhttp's own read callback would abort the process
-/// on pipelined bytes) and keeps evhttp's write and event callbacks; EOF or an error then
-/// reaches evhttp's event callback, which detaches the request and frees the connection,
-/// calling the connection's close callback. Streaming is covered by the same watch
-/// (evhttp reads with a NULL callback while writing, too).
-///
-/// The read timeout is lifted while watching: a client that waits quietly for a slow answer
-/// or an event stream is not idle. It is restored when the answer is complete. The close
-/// callback itself belongs to the ``ServerConnection``, which hands the close to its open
-/// request.
+/// Disconnect detection for open requests: while a request is open or streaming, its
+/// ``ServerConnection`` watches the client (see `ServerConnection+Watch`), and a client that
+/// is gone reaches ``onDisconnect``. The close callback itself belongs to the connection,
+/// which hands the close to its open request.
 extension ServerRequest {
     /// Starts watching the connection: the request becomes its connection's open request.
     func watchConnection() {
         guard isOpen, !isWatchingConnection, let server else { return }
-        let bufferEvent = connection.bufferEvent
-        var readCallback: bufferevent_data_cb?
-        var writeCallback: bufferevent_data_cb?
-        var eventCallback: bufferevent_event_cb?
-        var callbackArgument: UnsafeMutableRawPointer?
-        bufferevent_getcb(bufferEvent, &readCallback, &writeCallback, &eventCallback, &callbackArgument)
-        bufferevent_setcb(bufferEvent, nil, writeCallback, eventCallback, callbackArgument)
-        var writeTimeout = timeval(server.limits.timeout)
-        bufferevent_set_timeouts(bufferEvent, nil, &writeTimeout)
-        bufferevent_enable(bufferEvent, Int16(EV_READ))
         isWatchingConnection = true
-        connection.openRequest = self
+        connection.watch(self, writeTimeout: server.limits.timeout)
     }
 
     /// Stops watching before a normal answer: keep-alive connections are reused, and a
@@ -37,10 +17,7 @@ extension ServerRequest {
     func stopWatchingConnection() {
         guard isWatchingConnection else { return }
         isWatchingConnection = false
-        connection.openRequest = nil
-        guard let server else { return }
-        var timeout = timeval(server.limits.timeout)
-        bufferevent_set_timeouts(connection.bufferEvent, &timeout, &timeout)
+        connection.stopWatching(readTimeout: server?.limits.timeout ?? .seconds(60))
     }
 
     /// The connection is being freed while this request was open.

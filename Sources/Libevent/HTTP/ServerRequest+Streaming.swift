@@ -16,13 +16,24 @@ import Glibc
 /// ```
 extension ServerRequest {
     /// Sends the status line and headers of a chunked answer. Ignored unless the request is open.
+    ///
+    /// A `HEAD` request gets those headers and the answer ends there: it has no body to
+    /// stream, so it holds nothing open. An HTTP/1.0 client gets the stream unframed and the
+    /// connection closes at its end: that is how HTTP/1.0 delimits a body of unknown length
+    /// (its `Connection: keep-alive` would otherwise get a `Content-Length: 0` first).
     public func startStream(status: Int, headers: [(String, String)]) {
         guard state == .open, let raw else { return }
+        guard method != .head else { return answer(status: status, headers: headers, body: [], headLength: nil) }
         addHeaders(headers, to: raw)
+        if server?.isDraining == true { closeConnectionAfterAnswer(raw) }
+        if tributary_evhttp_request_is_http10(raw) != 0 {
+            evhttp_remove_header(evhttp_request_get_input_headers(raw), "Connection")
+        }
         state = .streaming
         self.status = status
         evhttp_send_reply_start(raw, Int32(status), HTTPStatus.reasonPhrase(status))
         framesChunks = tributary_evhttp_take_over_chunk_framing(raw) != 0
+        connection.rewatchAfterWrite()
     }
 
     /// Writes one chunk; ``onDrained`` runs once the socket has taken all pending output.
@@ -44,6 +55,7 @@ extension ServerRequest {
         evhttp_send_reply_chunk_with_cb(raw, buffer, { _, context in
             Unmanaged<ServerRequest>.fromOpaque(context!).takeUnretainedValue().onDrained?()
         }, Unmanaged.passUnretained(self).toOpaque())
+        connection.rewatchAfterWrite()
         // An answer without a body (HEAD, 204, 304) takes nothing: the buffer is the server's
         // scratch buffer, and what stayed in it would open the next stream's chunk.
         let untaken = evbuffer_get_length(buffer)
@@ -64,14 +76,19 @@ extension ServerRequest {
         raw == nil ? 0 : connection.pendingOutputBytes
     }
 
-    /// Ends the stream (the last chunk) and hands the connection back to libevent.
+    /// Ends the stream (the last chunk) and hands the connection back to libevent (which
+    /// closes it when the server is draining).
     public func endStream() {
         guard state == .streaming, let raw else { return }
         stopWatchingConnection()
         state = .finished
         self.raw = nil
         if framesChunks { tributary_evhttp_return_chunk_framing(raw) }
+        // evhttp reads the answer's headers again once the last chunk is written: an added
+        // `Connection: close` then frees the connection instead of waiting for a next request.
+        if server?.isDraining == true { closeConnectionAfterAnswer(raw) }
         evhttp_send_reply_end(raw)
+        connection.keepReadingOffAfterEOF()
         releaseCallbacks()
         server?.completed(self)
     }

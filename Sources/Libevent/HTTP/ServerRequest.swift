@@ -42,6 +42,10 @@ public final class ServerRequest {
     public var onDisconnect: (() -> Void)?
     /// Runs each time a streamed answer's output has been fully written to the socket.
     public var onDrained: (() -> Void)?
+    /// Bytes the stream's client accepts at any moment (for an event stream, a comment):
+    /// written when the client sends EOF, to tell a half-close (the client takes them) from a
+    /// client that is gone (its socket answers with a reset). Without it, EOF ends the stream.
+    public var livenessProbe: [UInt8]?
 
     /// When the request was received.
     public let receivedAt: ContinuousClock.Instant
@@ -112,27 +116,41 @@ public final class ServerRequest {
         return EventBuffer.bytes(of: buffer)
     }()
 
-    /// The client's address and port, e.g. `("127.0.0.1", 50312)`.
-    public var peer: (host: String, port: UInt16)? {
-        var address: UnsafeMutablePointer<CChar>?
-        var port: UInt16 = 0
-        evhttp_connection_get_peer(connection.evcon, &address, &port)
-        return address.map { (String(cString: $0), port) }
-    }
+    /// The client's address and port, e.g. `("127.0.0.1", 50312)`; nil once the connection
+    /// is closed.
+    public var peer: (host: String, port: UInt16)? { connection.peer }
 
     // MARK: - Answering
 
     /// Answers the request with a complete response. Ignored unless the request is open.
+    ///
+    /// A `HEAD` request gets the headers the `GET` would get, `Content-Length` included, and
+    /// never the body (evhttp would send the body without the length, which a keep-alive client
+    /// then reads as the start of the next answer).
     public func respond(status: Int, headers: [(String, String)] = [], body: some Collection<UInt8>) {
+        answer(status: status, headers: headers, body: body, headLength: body.count)
+    }
+
+    /// The answer's one way out: `headLength` is the `Content-Length` a `HEAD` answer states
+    /// (nil: none, for a body whose length a `GET` would not know either).
+    func answer(status: Int, headers: [(String, String)], body: some Collection<UInt8>, headLength: Int?) {
         guard state == .open, let raw else { return }
         stopWatchingConnection()
         addHeaders(headers, to: raw)
-        let output = evhttp_request_get_output_buffer(raw)
-        EventBuffer.append(body, to: output!)
+        if method == .head {
+            let output = evhttp_request_get_output_headers(raw)
+            if let headLength, evhttp_find_header(output, "Content-Length") == nil {
+                evhttp_add_header(output, "Content-Length", String(headLength))
+            }
+        } else {
+            EventBuffer.append(body, to: evhttp_request_get_output_buffer(raw)!)
+        }
+        if server?.isDraining == true { closeConnectionAfterAnswer(raw) }
         state = .finished
         self.status = status
         self.raw = nil
         evhttp_send_reply(raw, Int32(status), HTTPStatus.reasonPhrase(status), nil)
+        connection.keepReadingOffAfterEOF()
         releaseCallbacks()
         server?.completed(self)
     }
@@ -163,9 +181,17 @@ public final class ServerRequest {
         }
     }
 
+    /// Marks the answer `Connection: close`: evhttp frees the connection once it is written.
+    func closeConnectionAfterAnswer(_ raw: OpaquePointer) {
+        let output = evhttp_request_get_output_headers(raw)
+        evhttp_remove_header(output, "Connection")
+        evhttp_add_header(output, "Connection", "close")
+    }
+
     /// Drops the closures once the request can no longer call them (they often capture it).
     func releaseCallbacks() {
         onDisconnect = nil
         onDrained = nil
+        livenessProbe = nil
     }
 }

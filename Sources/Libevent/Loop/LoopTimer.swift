@@ -1,4 +1,5 @@
 import CLibevent
+import Glibc
 
 /// A libevent timer event on one ``EventLoop``: fires its action once per ``schedule(after:)``
 /// (or repeatedly with ``scheduleRepeating(every:)``). Loop-confined.
@@ -60,14 +61,22 @@ public final class LoopTimer {
         event_pending(event, Int16(EV_TIMEOUT), nil) != 0
     }
 
-    /// libevent counts a timeout from the time it cached when the loop last woke, which can
-    /// be a while ago inside a long callback: the cache is refreshed first, so a timer never
-    /// fires before its delay has passed.
+    /// A timer never fires before its delay has passed. libevent counts a timeout from the
+    /// time it cached when the loop last woke, which can be a while ago inside a long callback,
+    /// so the cache is refreshed first; and it reads Linux's coarse monotonic clock, which lags
+    /// by up to one tick (4 ms at 250 Hz), so a positive delay gets that tick added.
     private func arm(_ delay: Duration) {
-        var time = timeval(delay)
+        var time = timeval(delay > .zero ? delay + Self.clockTick : delay)
         event_base_update_cache_time(loop.base)
         event_add(event, &time)
     }
+
+    /// The resolution of the clock libevent's timers read (`CLOCK_MONOTONIC_COARSE`).
+    private static let clockTick: Duration = {
+        var resolution = timespec()
+        guard clock_getres(CLOCK_MONOTONIC_COARSE, &resolution) == 0 else { return .milliseconds(4) }
+        return .seconds(resolution.tv_sec) + .nanoseconds(resolution.tv_nsec)
+    }()
 
     private func fire() {
         if let repeatInterval { arm(repeatInterval) }

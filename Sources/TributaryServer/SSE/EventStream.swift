@@ -61,6 +61,8 @@ final class EventStream: Subscriber {
         request.write(EventStreamFormat.retry(retry) + EventStreamFormat.event("stream", data: announcement.serialized))
         request.onDrained = { [unowned self] in drained() }
         request.onDisconnect = { [unowned self] in close() }
+        // What tells a client that only half-closed (it takes a comment) from one that is gone.
+        request.livenessProbe = EventStreamFormat.heartbeat
         view.states.subscribe(self)
     }
 

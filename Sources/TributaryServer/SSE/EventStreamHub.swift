@@ -38,7 +38,18 @@ final class EventStreamHub {
     /// Answers `request` with an event stream of `view`, a view of `resource` (503 when the
     /// worker has `sse.maxSubscribers` streams already). The gauge
     /// `tributary_sse_subscribers{resource}` counts the live streams.
+    ///
+    /// `HEAD` gets the stream's headers and no stream. While the service shuts down, a stream
+    /// asked for on a connection still open gets its `retry:` and ends at once, with the
+    /// connection: its client reconnects, to another replica or to the restarted service,
+    /// instead of holding the shutdown up until its deadline.
     func open(_ request: ServerRequest, resource: String, view: @autoclosure () -> any LiveViewModel) {
+        if request.method == .head { return request.startStream(status: 200, headers: EventStreamFormat.headers) }
+        if isShuttingDown {
+            request.startStream(status: 200, headers: EventStreamFormat.headers)
+            request.write(EventStreamFormat.retry(settings.retry))
+            return request.endStream()
+        }
         guard streams.count < settings.maxSubscribers else {
             return request.respond(HTTPError(status: 503, code: "too_many_subscribers",
                                              message: "the server is at its limit of \(settings.maxSubscribers) live streams"),
@@ -97,8 +108,12 @@ final class EventStreamHub {
         }
     }
 
-    /// Ends every stream (shutdown).
+    /// Whether the worker is shutting down (see ``finishAll()``).
+    private(set) var isShuttingDown = false
+
+    /// Ends every stream, and every stream asked for from now on (shutdown).
     func finishAll() {
+        isShuttingDown = true
         for stream in Array(streams.values) { stream.finish() }
     }
 }
