@@ -135,6 +135,11 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "TributaryTestingTests",
+            dependencies: ["Libevent", "TributaryTesting"],
+            swiftSettings: strictSettings
+        ),
         // MARK: - Fuzzing (scripts/fuzz): the checks, a libFuzzer target each, the corpus replayed
 
         .target(

@@ -82,12 +82,13 @@ public struct SSEParser: Sendable {
     }
 }
 
-/// A `GET` with `Accept: text/event-stream` over a ``TestConnection``, read as events.
+/// A `GET` with `Accept: text/event-stream` over a ``TestConnection``, read as events; waiting
+/// for an event suspends the task (see ``TestConnection``). Use it from one task at a time.
 ///
 /// ```swift
-/// let stream = try SSEClient(port: port, path: "/groups")
-/// let announcement = try stream.next()          // event: stream
-/// let snapshot = try stream.next(type: "snapshot")
+/// let stream = try await SSEClient(port: port, path: "/groups")
+/// let announcement = try await stream.next()          // event: stream
+/// let snapshot = try await stream.next(type: "snapshot")
 /// ```
 public final class SSEClient {
     public let connection: TestConnection
@@ -98,16 +99,16 @@ public final class SSEClient {
 
     public init(
         port: UInt16, path: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10), receiveBuffer: Int? = nil
-    ) throws {
-        connection = try TestConnection(port: port, timeout: timeout, receiveBuffer: receiveBuffer)
-        try connection.sendRequest("GET", path, headers: [("Accept", "text/event-stream")] + headers)
-        head = try connection.readHead()
+    ) async throws {
+        connection = try await TestConnection(port: port, timeout: timeout, receiveBuffer: receiveBuffer)
+        try await connection.sendRequest("GET", path, headers: [("Accept", "text/event-stream")] + headers)
+        head = try await connection.readHead()
         chunked = head.header("Transfer-Encoding")?.lowercased().contains("chunked") == true
     }
 
     /// The next event (of `type`, if given: others on the way are skipped); throws on timeout
     /// or when the stream ends.
-    public func next(type: String? = nil) throws -> ServerSentEvent {
+    public func next(type: String? = nil) async throws -> ServerSentEvent {
         while true {
             while !queue.isEmpty {
                 let event = queue.removeFirst()
@@ -115,20 +116,20 @@ public final class SSEClient {
             }
             let bytes: [UInt8]
             if chunked {
-                guard let chunk = try connection.readChunk() else { throw TestClientError.closed(received: []) }
+                guard let chunk = try await connection.readChunk() else { throw TestClientError.closed(received: []) }
                 bytes = chunk
             } else {
-                bytes = try connection.readAvailable()
+                bytes = try await connection.readAvailable()
             }
             queue += parser.feed(bytes)
         }
     }
 
     /// Reads until a comment line arrives; returns it (without the leading `:`).
-    public func nextComment() throws -> String {
+    public func nextComment() async throws -> String {
         let seen = parser.comments.count
         while parser.comments.count == seen {
-            let bytes = chunked ? try connection.readChunk() : try connection.readAvailable()
+            let bytes = chunked ? try await connection.readChunk() : try await connection.readAvailable()
             guard let bytes else { throw TestClientError.closed(received: []) }
             queue += parser.feed(bytes)
         }
@@ -136,21 +137,25 @@ public final class SSEClient {
     }
 
     /// Reads until the server ends the stream; the events that came before the end.
-    public func readToEnd() throws -> [ServerSentEvent] {
+    public func readToEnd() async throws -> [ServerSentEvent] {
         var events = queue
         queue = []
-        while let chunk = try connection.readChunk() { events += parser.feed(chunk) }
+        while let chunk = try await connection.readChunk() { events += parser.feed(chunk) }
         return events
     }
 
     public func close() { connection.close() }
 }
 
+/// One task at a time, like its ``TestConnection``.
+@available(*, unavailable)
+extension SSEClient: Sendable {}
+
 extension TestConnection {
     /// Whatever bytes are buffered or arrive next; throws at EOF or timeout.
-    func readAvailable() throws -> [UInt8] {
+    func readAvailable() async throws -> [UInt8] {
         if !bufferedBytes.isEmpty { return takeBuffered() }
-        guard try fill() else { throw TestClientError.closed(received: []) }
+        guard try await fill() else { throw TestClientError.closed(received: []) }
         return takeBuffered()
     }
 }

@@ -1,30 +1,33 @@
 import Foundation
 import Glibc
 
-/// A plain blocking TCP client on loopback, speaking HTTP/1.1 by hand, so tests control
-/// exactly what is sent and when the connection closes (like curl, or a browser tab that
-/// goes away). Every read is bounded by the connection's timeout.
+/// A plain TCP client on loopback, speaking HTTP/1.1 by hand, so tests control exactly what is
+/// sent and when the connection closes (like curl, or a browser tab that goes away). Every wait
+/// on the network is bounded by the connection's timeout and suspends the task instead of
+/// blocking a thread of the cooperative pool (the socket is non-blocking, ``Poller`` waits), so
+/// tests stay free to run side by side on a machine with few cores. Use it from one task at a
+/// time.
 ///
 /// ```swift
-/// let connection = try TestConnection(port: port)
-/// try connection.send("GET /groups HTTP/1.1\r\nHost: x\r\n\r\n")
-/// let response = try connection.readResponse()
+/// let connection = try await TestConnection(port: port)
+/// try await connection.send("GET /groups HTTP/1.1\r\nHost: x\r\n\r\n")
+/// let response = try await connection.readResponse()
 /// ```
 public final class TestConnection {
     public let port: UInt16
-    /// The bound on every read, unless a call says otherwise.
-    public let timeout: Duration
     private var fd: Int32
+    private var timeout: Duration
     private var buffered: [UInt8] = []
     /// Whether the server closed its side (EOF or reset).
     public private(set) var peerClosed = false
 
-    /// Connects to `127.0.0.1:port`; `receiveBuffer` caps the socket's receive buffer
-    /// (SO_RCVBUF, set before connecting so the TCP window honours it), to play a slow reader.
-    public init(port: UInt16, timeout: Duration = .seconds(10), receiveBuffer: Int? = nil) throws {
+    /// Connects to `127.0.0.1:port`, waiting at most `timeout`; `receiveBuffer` caps the socket's
+    /// receive buffer (SO_RCVBUF, set before connecting so the TCP window honours it), to play a
+    /// slow reader.
+    public init(port: UInt16, timeout: Duration = .seconds(10), receiveBuffer: Int? = nil) async throws {
         self.port = port
         self.timeout = timeout
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestClientError.system("socket", errno) }
         if var size = receiveBuffer.map(Int32.init(clamping:)) {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
@@ -33,62 +36,64 @@ public final class TestConnection {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        let (started, startCode) = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { (Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)), errno) }
         }
-        guard connected == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw TestClientError.system("connect to 127.0.0.1:\(port)", code)
+        do {
+            if started != 0 {
+                guard startCode == EINPROGRESS else { throw TestClientError.system("connect to 127.0.0.1:\(port)", startCode) }
+                try await ready(for: .writable, until: .now + timeout)
+                var code: Int32 = 0
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
+                guard code == 0 else { throw TestClientError.system("connect to 127.0.0.1:\(port)", code) }
+            }
+        } catch {
+            close()
+            throw error
         }
-        setTimeout(timeout)
     }
 
     deinit { close() }
 
-    /// Bounds every following read.
+    /// Bounds every following wait: each read (and each send that finds no room) throws
+    /// ``TestClientError/timedOut`` after this long without progress.
     public func setTimeout(_ timeout: Duration) {
-        let (seconds, attoseconds) = timeout.components
-        var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        self.timeout = timeout
     }
 
-    public func send(_ text: String) throws { try send(Array(text.utf8)) }
+    /// Sends `text` as UTF-8, byte for byte (tests write malformed requests with it too).
+    public func send(_ text: String) async throws { try await send(Array(text.utf8)) }
 
-    public func send(_ bytes: [UInt8]) throws {
+    /// Sends all of `bytes`, waiting for room in the socket's send buffer when it is full.
+    public func send(_ bytes: [UInt8]) async throws {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { throw TestClientError.system("send", errno) }
-            offset += sent
+            let (sent, code) = bytes[offset...].withUnsafeBytes { (Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)), errno) }
+            if sent > 0 {
+                offset += sent
+            } else if sent < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
+                try await ready(for: .writable, until: .now + timeout)
+            } else {
+                throw TestClientError.system("send", code)
+            }
         }
-    }
-
-    /// Sends a request with `Host` and, when there is a body, `Content-Length`.
-    public func sendRequest(
-        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []
-    ) throws {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
-        try send(Array((head + "\r\n").utf8) + body)
     }
 
     /// Sends as much of `bytes` as the server takes within `timeout` (it stops reading when
     /// its bounds are reached); returns how many bytes went out.
-    public func sendWhileTaken(_ bytes: [UInt8], timeout: Duration) -> Int {
-        let (seconds, attoseconds) = timeout.components
-        var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-        defer {
-            var none = timeval()
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
-        }
+    public func sendWhileTaken(_ bytes: [UInt8], timeout: Duration) async -> Int {
+        let deadline = ContinuousClock.now + timeout
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { break }
-            offset += sent
+            let (sent, code) = bytes[offset...].withUnsafeBytes { (Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)), errno) }
+            if sent > 0 {
+                offset += sent
+            } else if sent < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
+                guard (try? await ready(for: .writable, until: deadline)) != nil else { break }
+            } else {
+                break
+            }
         }
         return offset
     }
@@ -96,6 +101,16 @@ public final class TestConnection {
     /// Shuts the sending side (a half-close: the server sees EOF, and may still answer).
     public func finishSending() {
         shutdown(fd, Int32(SHUT_WR))
+    }
+
+    /// Sends a request with `Host` and, when there is a body, `Content-Length`.
+    public func sendRequest(
+        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []
+    ) async throws {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
+        try await send(Array((head + "\r\n").utf8) + body)
     }
 
     /// Closes the socket (the server sees EOF). Idempotent.
@@ -122,38 +137,46 @@ public final class TestConnection {
         return buffered
     }
 
-    /// Reads more bytes into the buffer; false at EOF. Throws on timeout.
+    /// Suspends until the socket is ready; throws ``TestClientError/timedOut`` past `deadline`.
+    private func ready(for readiness: Poller.Readiness, until deadline: ContinuousClock.Instant) async throws {
+        guard try await Poller.shared.wait(for: readiness, on: fd, until: deadline) else { throw TestClientError.timedOut }
+    }
+
+    /// Reads more bytes into the buffer; false at EOF. Throws when nothing arrives within the timeout.
     @discardableResult
-    func fill() throws -> Bool {
+    func fill() async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
         var chunk = [UInt8](repeating: 0, count: 65536)
-        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if count > 0 {
-            buffered += chunk[..<count]
-            return true
+        while true {
+            let (count, code) = chunk.withUnsafeMutableBytes { (recv(fd, $0.baseAddress, $0.count, 0), errno) }
+            if count > 0 {
+                buffered += chunk[..<count]
+                return true
+            }
+            if count == 0 || code == ECONNRESET {
+                peerClosed = true
+                return false
+            }
+            guard code == EAGAIN || code == EWOULDBLOCK else { throw TestClientError.system("recv", code) }
+            try await ready(for: .readable, until: deadline)
         }
-        if count == 0 || errno == ECONNRESET {
-            peerClosed = true
-            return false
-        }
-        if errno == EAGAIN || errno == EWOULDBLOCK { throw TestClientError.timedOut }
-        throw TestClientError.system("recv", errno)
     }
 
     /// Reads until `delimiter`, returning what precedes it (the delimiter is consumed).
-    func read(until delimiter: [UInt8]) throws -> [UInt8] {
+    func read(until delimiter: [UInt8]) async throws -> [UInt8] {
         while true {
             if let range = buffered.firstRange(of: delimiter) {
                 let result = Array(buffered[..<range.lowerBound])
                 buffered.removeSubrange(..<range.upperBound)
                 return result
             }
-            guard try fill() else { throw TestClientError.closed(received: buffered) }
+            guard try await fill() else { throw TestClientError.closed(received: buffered) }
         }
     }
 
-    func read(count: Int) throws -> [UInt8] {
+    func read(count: Int) async throws -> [UInt8] {
         while buffered.count < count {
-            guard try fill() else { throw TestClientError.closed(received: buffered) }
+            guard try await fill() else { throw TestClientError.closed(received: buffered) }
         }
         let result = Array(buffered[..<count])
         buffered.removeSubrange(..<count)
@@ -161,8 +184,8 @@ public final class TestConnection {
     }
 
     /// Reads a status line and headers.
-    public func readHead() throws -> TestResponse {
-        let head = String(decoding: try read(until: Array("\r\n\r\n".utf8)), as: UTF8.self)
+    public func readHead() async throws -> TestResponse {
+        let head = String(decoding: try await read(until: Array("\r\n\r\n".utf8)), as: UTF8.self)
         var lines = head.components(separatedBy: "\r\n")
         let statusLine = lines.removeFirst().split(separator: " ", maxSplits: 2)
         guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw TestClientError.malformed(head) }
@@ -175,16 +198,16 @@ public final class TestConnection {
 
     /// Reads a whole response: head, then a body by `Content-Length`, chunks, or until close.
     /// Interim (1xx) answers before it are skipped, as every HTTP/1.1 client must.
-    public func readResponse(method: String = "GET") throws -> TestResponse {
-        var response = try readHead()
-        while (100..<200).contains(response.status) && response.status != 101 { response = try readHead() }
+    public func readResponse(method: String = "GET") async throws -> TestResponse {
+        var response = try await readHead()
+        while (100..<200).contains(response.status) && response.status != 101 { response = try await readHead() }
         if method == "HEAD" || response.status == 204 || response.status == 304 { return response }
         if response.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
-            while let chunk = try readChunk() { response.body += chunk }
+            while let chunk = try await readChunk() { response.body += chunk }
         } else if let length = response.header("Content-Length").flatMap(Int.init) {
-            response.body = try read(count: length)
+            response.body = try await read(count: length)
         } else {
-            while try fill() {}
+            while try await fill() {}
             response.body = buffered
             buffered = []
         }
@@ -192,33 +215,34 @@ public final class TestConnection {
     }
 
     /// The next chunk of a chunked body, or nil after the last (zero-length) chunk.
-    public func readChunk() throws -> [UInt8]? {
-        let sizeLine = String(decoding: try read(until: Array("\r\n".utf8)), as: UTF8.self)
+    public func readChunk() async throws -> [UInt8]? {
+        let sizeLine = String(decoding: try await read(until: Array("\r\n".utf8)), as: UTF8.self)
         guard let size = Int(sizeLine.split(separator: ";")[0].trimmingCharacters(in: .whitespaces), radix: 16) else {
             throw TestClientError.malformed("chunk size \(sizeLine)")
         }
         if size == 0 {
-            _ = try read(until: Array("\r\n".utf8))
+            _ = try await read(until: Array("\r\n".utf8))
             return nil
         }
-        let data = try read(count: size)
-        _ = try read(count: 2)
+        let data = try await read(count: size)
+        _ = try await read(count: 2)
         return data
     }
 
     /// Waits at most `timeout` for the server to close the connection, discarding what
     /// arrives; false if it is still open. The connection's own timeout applies afterwards.
-    public func waitForClose(within timeout: Duration) -> Bool {
-        setTimeout(timeout)
-        defer { setTimeout(self.timeout) }
-        return waitForClose()
+    public func waitForClose(within timeout: Duration) async -> Bool {
+        let usual = self.timeout
+        self.timeout = timeout
+        defer { self.timeout = usual }
+        return await waitForClose()
     }
 
     /// Waits for the server to close the connection, discarding what arrives; false on timeout.
-    public func waitForClose() -> Bool {
+    public func waitForClose() async -> Bool {
         while true {
             do {
-                guard try fill() else { return true }
+                guard try await fill() else { return true }
                 buffered.removeAll()
             } catch {
                 return false
@@ -226,6 +250,10 @@ public final class TestConnection {
         }
     }
 }
+
+/// One task at a time: a connection's buffer and socket are not guarded against concurrent use.
+@available(*, unavailable)
+extension TestConnection: Sendable {}
 
 /// A response as the test client read it.
 public struct TestResponse: Sendable {
@@ -263,17 +291,19 @@ public enum TestClientError: Error, CustomStringConvertible {
 
 /// One-shot requests over a fresh connection.
 public enum TestHTTP {
+    /// Connects, sends one request, reads its whole response and closes.
     public static func request(
         port: UInt16, _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = [],
         timeout: Duration = .seconds(10)
-    ) throws -> TestResponse {
-        let connection = try TestConnection(port: port, timeout: timeout)
+    ) async throws -> TestResponse {
+        let connection = try await TestConnection(port: port, timeout: timeout)
         defer { connection.close() }
-        try connection.sendRequest(method, path, headers: headers, body: body)
-        return try connection.readResponse(method: method)
+        try await connection.sendRequest(method, path, headers: headers, body: body)
+        return try await connection.readResponse(method: method)
     }
 
-    public static func get(port: UInt16, _ path: String, headers: [(String, String)] = []) throws -> TestResponse {
-        try request(port: port, "GET", path, headers: headers)
+    /// ``request(port:_:_:headers:body:timeout:)`` with `GET`.
+    public static func get(port: UInt16, _ path: String, headers: [(String, String)] = []) async throws -> TestResponse {
+        try await request(port: port, "GET", path, headers: headers)
     }
 }

@@ -5,7 +5,7 @@ public import Libevent
 ///
 /// ```swift
 /// let server = try await TestServer.start { request in request.respond(status: 200, json: "{}") }
-/// let response = try TestHTTP.get(port: server.port, "/")
+/// let response = try await TestHTTP.get(port: server.port, "/")
 /// await server.stop()
 /// ```
 public final class TestServer: Sendable {
