@@ -12,8 +12,8 @@ struct DisconnectTests {
             request.onDisconnect = { disconnected.update { $0 = true } }
             received.update { $0 = true }
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.sendRequest("GET", "/slow")
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/slow")
         #expect(await received.wait(timeout: .seconds(2)) { $0 })
         connection.close()
         #expect(await disconnected.wait(timeout: .seconds(2)) { $0 })
@@ -28,8 +28,8 @@ struct DisconnectTests {
             request.onDisconnect = { disconnected.update { $0 = true } }
             received.update { $0 = true }
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.sendRequest("GET", "/slow")
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/slow")
         #expect(await received.wait(timeout: .seconds(2)) { $0 })
         connection.reset()
         #expect(await disconnected.wait(timeout: .seconds(2)) { $0 })
@@ -47,8 +47,8 @@ struct DisconnectTests {
             }
             request.onDisconnect = { withExtendedLifetime(client) { call.cancel() } }
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.sendRequest("GET", "/")
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/")
         #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.count == 1 })
         connection.close()
         #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.first?.closedByClient == true })
@@ -67,10 +67,10 @@ struct DisconnectTests {
                 disconnected.update { $0 = true }
             }
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.sendRequest("GET", "/events")
-        #expect(try connection.readHead().status == 200)
-        #expect(try connection.readChunk() == Array(": hello\n\n".utf8))
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/events")
+        #expect(try await connection.readHead().status == 200)
+        #expect(try await connection.readChunk() == Array(": hello\n\n".utf8))
         connection.close()
         #expect(await disconnected.wait(timeout: .seconds(2)) { $0 })
         await server.stop()
@@ -88,11 +88,11 @@ struct DisconnectTests {
                 request.endStream()
             }
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.sendRequest("GET", "/events")
-        #expect(try connection.readHead().status == 200)
-        #expect(try connection.readChunk() == Array("late but welcome".utf8))
-        #expect(try connection.readChunk() == nil)
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/events")
+        #expect(try await connection.readHead().status == 200)
+        #expect(try await connection.readChunk() == Array("late but welcome".utf8))
+        #expect(try await connection.readChunk() == nil)
         #expect(disconnected.value == false)
         await server.stop()
     }
@@ -107,14 +107,14 @@ struct DisconnectTests {
                 request.respond(status: 200, json: "{}")
             }
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.sendRequest("GET", "/")
-        #expect(try connection.readResponse().status == 200)
-        try connection.sendRequest("GET", "/")
-        #expect(try connection.readResponse().status == 200)
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/")
+        #expect(try await connection.readResponse().status == 200)
+        try await connection.sendRequest("GET", "/")
+        #expect(try await connection.readResponse().status == 200)
         connection.close()
         // A request on a fresh connection proves the server went on past the close.
-        #expect(try TestHTTP.get(port: server.port, "/").status == 200)
+        #expect(try await TestHTTP.get(port: server.port, "/").status == 200)
         #expect(disconnects.value == 0)
         await server.stop()
     }

@@ -21,7 +21,7 @@ struct HTTPServerTests {
             request.respond(status: 201, json: String(decoding: try! JSONEncoder().encode(reply), as: UTF8.self))
         }
         let body = try JSONEncoder().encode(Greeting(name: "Grüße \"✓\"", tags: ["a", "b"]))
-        let response = try TestHTTP.request(port: server.port, "POST", "/greet", headers: [("Content-Type", "application/json")], body: Array(body))
+        let response = try await TestHTTP.request(port: server.port, "POST", "/greet", headers: [("Content-Type", "application/json")], body: Array(body))
         #expect(response.status == 201)
         #expect(response.header("Content-Type") == "application/json")
         #expect(try response.decode(Greeting.self) == Greeting(name: "hello Grüße \"✓\"", tags: ["b", "a"]))
@@ -33,10 +33,10 @@ struct HTTPServerTests {
         let server = try await TestServer.start { request, _ in
             request.respond(status: 200, json: #"{"path":""# + JSONText.escaped(request.path) + #""}"#)
         }
-        let connection = try TestConnection(port: server.port)
+        let connection = try await TestConnection(port: server.port)
         for index in 0..<5 {
-            try connection.sendRequest("GET", "/item/\(index)")
-            let response = try connection.readResponse()
+            try await connection.sendRequest("GET", "/item/\(index)")
+            let response = try await connection.readResponse()
             #expect(response.status == 200)
             #expect(response.text == #"{"path":"/item/\#(index)"}"#)
         }
@@ -49,20 +49,20 @@ struct HTTPServerTests {
         let server = try await TestServer.start(limits: limits) { request, _ in
             request.respond(status: 200, json: #"{"ok":true}"#)
         }
-        let bigHeader = try TestHTTP.get(port: server.port, "/", headers: [("X-Padding", String(repeating: "x", count: 2000))])
+        let bigHeader = try await TestHTTP.get(port: server.port, "/", headers: [("X-Padding", String(repeating: "x", count: 2000))])
         #expect(bigHeader.status == 431)
         #expect(try errorCode(bigHeader) == "headers_too_large")
 
-        let bigBody = try TestHTTP.request(port: server.port, "POST", "/", body: Array(repeating: 65, count: 4096))
+        let bigBody = try await TestHTTP.request(port: server.port, "POST", "/", body: Array(repeating: 65, count: 4096))
         #expect(bigBody.status == 413)
         #expect(try errorCode(bigBody) == "body_too_large")
 
         // Far beyond our limit evhttp refuses by itself, without buffering the body.
-        let huge = try TestConnection(port: server.port)
-        try huge.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n")
-        #expect(try huge.readHead().status == 413)
+        let huge = try await TestConnection(port: server.port)
+        try await huge.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n")
+        #expect(try await huge.readHead().status == 413)
 
-        let healthy = try TestHTTP.get(port: server.port, "/")
+        let healthy = try await TestHTTP.get(port: server.port, "/")
         #expect(healthy.status == 200)
         await server.stop()
     }
@@ -70,11 +70,11 @@ struct HTTPServerTests {
     @Test("a malformed request line is refused and the server keeps serving")
     func malformedRequest() async throws {
         let server = try await TestServer.start { request, _ in request.respond(status: 200, json: "{}") }
-        let connection = try TestConnection(port: server.port)
-        try connection.send("NONSENSE\r\n\r\n")
-        let refused = (try? connection.readHead().status) ?? 400
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send("NONSENSE\r\n\r\n")
+        let refused = (try? await connection.readHead().status) ?? 400
         #expect(refused == 400)
-        #expect(try TestHTTP.get(port: server.port, "/").status == 200)
+        #expect(try await TestHTTP.get(port: server.port, "/").status == 200)
         await server.stop()
     }
 
@@ -91,13 +91,13 @@ struct HTTPServerTests {
             }
             request.write(Array("data: 0\n\n".utf8))
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.sendRequest("GET", "/events")
-        let head = try connection.readHead()
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/events")
+        let head = try await connection.readHead()
         #expect(head.status == 200)
         #expect(head.header("Content-Type") == "text/event-stream")
         var chunks: [String] = []
-        while let chunk = try connection.readChunk() { chunks.append(String(decoding: chunk, as: UTF8.self)) }
+        while let chunk = try await connection.readChunk() { chunks.append(String(decoding: chunk, as: UTF8.self)) }
         #expect(chunks == ["data: 0\n\n", "data: 1\n\n", "data: 2\n\n"])
         #expect(await drained.wait(timeout: .seconds(5)) { $0 == 3 })
         await server.stop()
@@ -137,12 +137,13 @@ struct SharedBytesTests {
                 }
             }
         }
-        let clients = try (0..<3).map { _ in try TestConnection(port: server.port) }
-        for client in clients { try client.sendRequest("GET", "/shared") }
+        var clients: [TestConnection] = []
+        for _ in 0..<3 { clients.append(try await TestConnection(port: server.port)) }
+        for client in clients { try await client.sendRequest("GET", "/shared") }
         for client in clients {
-            #expect(try client.readHead().status == 200)
+            #expect(try await client.readHead().status == 200)
             var received: [UInt8] = []
-            while let chunk = try client.readChunk() { received += chunk }
+            while let chunk = try await client.readChunk() { received += chunk }
             #expect(received == payload)
         }
         #expect(await released.wait(timeout: .seconds(5)) { $0 }, "the shared bytes outlived every stream")
@@ -164,30 +165,30 @@ struct SharedBytesTests {
             request.endStream()
         }
 
-        let http11 = try TestConnection(port: server.port)
-        try http11.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
-        let head = try http11.readHead()
+        let http11 = try await TestConnection(port: server.port)
+        try await http11.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try await http11.readHead()
         #expect(head.header("Transfer-Encoding") == "chunked")
         var chunks: [[UInt8]] = []
-        while let chunk = try http11.readChunk() { chunks.append(chunk) }
+        while let chunk = try await http11.readChunk() { chunks.append(chunk) }
         #expect(chunks == [shared, plain, shared])
-        try http11.send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(try http11.readResponse().status == 200, "the connection is usable after the last chunk")
+        try await http11.send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try await http11.readResponse().status == 200, "the connection is usable after the last chunk")
 
         // A HEAD request streams nothing, and leaves nothing behind for the next stream.
-        let headOnly = try TestConnection(port: server.port)
-        try headOnly.send("HEAD /events HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(try headOnly.readHead().status == 200)
-        let after = try TestConnection(port: server.port)
-        try after.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
-        _ = try after.readHead()
+        let headOnly = try await TestConnection(port: server.port)
+        try await headOnly.send("HEAD /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try await headOnly.readHead().status == 200)
+        let after = try await TestConnection(port: server.port)
+        try await after.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try await after.readHead()
         var afterChunks: [[UInt8]] = []
-        while let chunk = try after.readChunk() { afterChunks.append(chunk) }
+        while let chunk = try await after.readChunk() { afterChunks.append(chunk) }
         #expect(afterChunks == [shared, plain, shared])
 
-        let http10 = try TestConnection(port: server.port)
-        try http10.send("GET /events HTTP/1.0\r\n\r\n")
-        let whole = try http10.readResponse()
+        let http10 = try await TestConnection(port: server.port)
+        try await http10.send("GET /events HTTP/1.0\r\n\r\n")
+        let whole = try await http10.readResponse()
         #expect(whole.header("Transfer-Encoding") == nil)
         #expect(whole.body == shared + plain + shared)
         await server.stop()

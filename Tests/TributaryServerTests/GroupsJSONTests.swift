@@ -12,7 +12,7 @@ struct GroupsJSONTests {
             return fixture.reply(to: request, delay: .milliseconds(30 * (11 - index)))!
         }
         let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL))
-        let response = try service.get("/groups")
+        let response = try await service.get("/groups")
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == "application/json")
         #expect(response.text == fixture.mergedJSON)
@@ -25,7 +25,7 @@ struct GroupsJSONTests {
         let fixture = TaskGroupsFixture(count: 20)
         let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0, delay: .milliseconds(15))! }
         let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, groups: "concurrency: 4"))
-        #expect(try service.get("/groups").text == fixture.mergedJSON)
+        #expect(try await service.get("/groups").text == fixture.mergedJSON)
         let metadata = upstream.requests.filter { $0.path != "/groups" }
         #expect(metadata.count == 20)
         #expect(metadata.maxInFlight == 4)
@@ -38,8 +38,8 @@ struct GroupsJSONTests {
         let fixture = TaskGroupsFixture(count: 5)
         let upstream = try await ScriptedUpstream.start { request in request.path == "/groups" ? fixture.reply(to: request)! : .hang }
         let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "10s"))
-        let client = try TestConnection(port: service.port)
-        try client.sendRequest("GET", "/groups")
+        let client = try await TestConnection(port: service.port)
+        try await client.sendRequest("GET", "/groups")
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 5 })
         client.close()
         #expect(await upstream.records.wait(timeout: .seconds(1)) { $0.allSatisfy { !$0.inFlight } })
@@ -98,7 +98,7 @@ struct GroupsJSONTests {
         ]
         for (name, status, code, message) in cases {
             mode.update { $0 = name }
-            let response = try service.get("/groups")
+            let response = try await service.get("/groups")
             #expect(response.status == status, "\(name)")
             #expect(response.header("Content-Type") == "application/json", "\(name)")
             #expect(response.error?.code == code, "\(name)")
@@ -113,15 +113,15 @@ struct GroupsJSONTests {
         let fixture = TaskGroupsFixture(count: 2)
         let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0)! }
         let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL))
-        let missing = try service.get("/no/such/path")
+        let missing = try await service.get("/no/such/path")
         #expect(missing.status == 404)
         #expect(missing.error?.code == "not_found")
-        let wrongMethod = try TestHTTP.request(port: service.port, "DELETE", "/groups")
+        let wrongMethod = try await TestHTTP.request(port: service.port, "DELETE", "/groups")
         #expect(wrongMethod.status == 405)
         #expect(wrongMethod.header("Allow") == "GET")
         #expect(wrongMethod.error?.code == "method_not_allowed")
-        #expect(try service.get("/healthz").status == 200)
-        #expect(try service.get("/groups").text == fixture.mergedJSON)
+        #expect(try await service.get("/healthz").status == 200)
+        #expect(try await service.get("/groups").text == fixture.mergedJSON)
         await service.stop()
         await upstream.shutdown()
     }

@@ -35,7 +35,7 @@ struct GroupsStreamTests {
         func reloadAndWaitForRefresh() async throws {
             let before = upstream.requests.count
             let groups = fixture.value.groups.count
-            #expect(try service.post("/groups/reload").status == 202)
+            #expect(try await service.post("/groups/reload").status == 202)
             #expect(await upstream.records.wait(timeout: .seconds(5)) { records in
                 records.count >= before + 1 + groups && records.allSatisfy { !$0.inFlight }
             })
@@ -50,19 +50,19 @@ struct GroupsStreamTests {
     @Test("the stream opens with headers, retry, and a stream event, then a snapshot with an id")
     func preambleAndSnapshot() async throws {
         let world = try await World.start()
-        let stream = try world.service.events("/groups")
+        let stream = try await world.service.events("/groups")
         #expect(stream.head.status == 200)
         #expect(stream.head.header("Content-Type") == "text/event-stream")
         #expect(stream.head.header("Cache-Control") == "no-cache")
         #expect(stream.head.header("X-Accel-Buffering") == "no")
-        let announcement = try stream.next()
+        let announcement = try await stream.next()
         #expect(announcement.type == "stream")
         #expect(stream.parser.retry == 1500)
         #expect(stream.parser.log.prefix(2) == ["retry", "event"])
         let stream32 = try #require(try JSONSerialization.jsonObject(with: Data(announcement.data.utf8)) as? [String: Any])
         #expect((stream32["id"] as? String)?.count == 32)
         #expect(stream32["triggers"] as? [String] == ["reload"])
-        let snapshot = try stream.next()
+        let snapshot = try await stream.next()
         #expect(snapshot.type == "snapshot")
         #expect(snapshot.id?.count == 16)
         #expect(snapshot.data == world.fixture.value.mergedJSON)
@@ -73,13 +73,13 @@ struct GroupsStreamTests {
     @Test("a reload after a change sends a new snapshot with a new id; a reload without change sends nothing")
     func reloadAndDedupe() async throws {
         let world = try await World.start()
-        let stream = try world.service.events("/groups")
-        let first = try stream.next(type: "snapshot")
+        let stream = try await world.service.events("/groups")
+        let first = try await stream.next(type: "snapshot")
 
         try await world.reloadAndWaitForRefresh()          // nothing changed: nothing is sent
         world.changeTaskCount(of: 2, to: 4242)
         try await world.reloadAndWaitForRefresh()
-        let second = try stream.next()
+        let second = try await stream.next()
         #expect(second.type == "snapshot", "the unchanged refresh must not have produced an event")
         #expect(second.data == world.fixture.value.mergedJSON)
         #expect(second.id != first.id)
@@ -90,15 +90,15 @@ struct GroupsStreamTests {
     @Test("Last-Event-ID equal to the current version skips resending that snapshot")
     func lastEventID() async throws {
         let world = try await World.start()
-        let first = try world.service.events("/groups")
-        let version = try #require(try first.next(type: "snapshot").id)
+        let first = try await world.service.events("/groups")
+        let version = try #require(try await first.next(type: "snapshot").id)
         first.close()
 
-        let resumed = try world.service.events("/groups", headers: [("Last-Event-ID", version)])
-        #expect(try resumed.next().type == "stream")
+        let resumed = try await world.service.events("/groups", headers: [("Last-Event-ID", version)])
+        #expect(try await resumed.next().type == "stream")
         world.changeTaskCount(of: 0, to: 99)
         try await world.reloadAndWaitForRefresh()
-        let next = try resumed.next()
+        let next = try await resumed.next()
         #expect(next.type == "snapshot")
         #expect(next.data == world.fixture.value.mergedJSON, "the first snapshot after resuming is the changed one")
         resumed.close()
@@ -110,15 +110,15 @@ struct GroupsStreamTests {
         let world = try await World.start()
         var streams: [SSEClient] = []
         for _ in 0..<20 {
-            let stream = try world.service.events("/groups")
-            #expect(try stream.next(type: "snapshot").data == world.fixture.value.mergedJSON)
+            let stream = try await world.service.events("/groups")
+            #expect(try await stream.next(type: "snapshot").data == world.fixture.value.mergedJSON)
             streams.append(stream)
         }
         #expect(world.listCalls == 1)
         world.changeTaskCount(of: 1, to: 77)
         try await world.reloadAndWaitForRefresh()
         for stream in streams {
-            #expect(try stream.next(type: "snapshot").data == world.fixture.value.mergedJSON)
+            #expect(try await stream.next(type: "snapshot").data == world.fixture.value.mergedJSON)
         }
         #expect(world.listCalls == 2)
         for stream in streams { stream.close() }
@@ -133,18 +133,18 @@ struct GroupsStreamTests {
             request.path != "/groups" && hang.value ? .hang : fixture.reply(to: request)!
         }
         let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "10s"))
-        let first = try service.events("/groups")
-        let second = try service.events("/groups")
-        _ = try first.next(type: "snapshot")
-        _ = try second.next(type: "snapshot")
+        let first = try await service.events("/groups")
+        let second = try await service.events("/groups")
+        _ = try await first.next(type: "snapshot")
+        _ = try await second.next(type: "snapshot")
         hang.update { $0 = true }
-        #expect(try service.post("/groups/reload").status == 202)
+        #expect(try await service.post("/groups/reload").status == 202)
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 4 })
 
         first.close()
         // The other subscriber keeps the refresh alive: a request on a fresh connection
         // proves the server handled the close before we look.
-        #expect(try service.get("/healthz").status == 200)
+        #expect(try await service.get("/healthz").status == 200)
         #expect(upstream.requests.filter(\.inFlight).count == 4)
 
         second.close()
@@ -162,17 +162,17 @@ struct GroupsStreamTests {
             failing.value ? .json(#"{"down":true}"#, status: 500) : fixture.reply(to: request)!
         }
         let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL))
-        let stream = try service.events("/groups")
-        let first = try stream.next(type: "snapshot")
+        let stream = try await service.events("/groups")
+        let first = try await stream.next(type: "snapshot")
         failing.update { $0 = true }
-        #expect(try service.post("/groups/reload").status == 202)
-        let error = try stream.next()
+        #expect(try await service.post("/groups/reload").status == 202)
+        let error = try await stream.next()
         #expect(error.type == "error")
         #expect(error.data.contains(#""code":"upstream_status""#))
         #expect(error.data.contains("upstream tasks"))
         failing.update { $0 = false }
-        #expect(try service.post("/groups/reload").status == 202)
-        let recovered = try stream.next()
+        #expect(try await service.post("/groups/reload").status == 202)
+        let recovered = try await stream.next()
         #expect(recovered.type == "snapshot")
         #expect(recovered.id == first.id, "unchanged data, sent again so the client knows it is current")
         #expect(recovered.data == fixture.mergedJSON)
@@ -184,10 +184,10 @@ struct GroupsStreamTests {
     @Test("quiet streams get heartbeat comments")
     func heartbeats() async throws {
         let world = try await World.start(heartbeat: "50ms")
-        let stream = try world.service.events("/groups")
-        _ = try stream.next(type: "snapshot")
-        #expect(try stream.nextComment() == " heartbeat")
-        #expect(try stream.nextComment() == " heartbeat")
+        let stream = try await world.service.events("/groups")
+        _ = try await stream.next(type: "snapshot")
+        #expect(try await stream.nextComment() == " heartbeat")
+        #expect(try await stream.nextComment() == " heartbeat")
         stream.close()
         await world.stop()
     }
@@ -195,8 +195,8 @@ struct GroupsStreamTests {
     @Test("a subscriber that stops reading gets the latest snapshot when it catches up, not every one it missed")
     func slowSubscriberGetsLatest() async throws {
         let world = try await World.start(groups: 150, nameLength: 2000)
-        let slow = try world.service.events("/groups", receiveBuffer: 4096)
-        _ = try slow.next(type: "stream")
+        let slow = try await world.service.events("/groups", receiveBuffer: 4096)
+        _ = try await slow.next(type: "stream")
         // Do not read: ten ~300 KB snapshots meet a full socket (the service caps its send
         // buffer for streams, the client reads through a 4 KB window).
         for round in 1...10 {
@@ -207,7 +207,7 @@ struct GroupsStreamTests {
         slow.connection.setTimeout(.seconds(10))
         let latest = world.fixture.value.mergedJSON
         var snapshots: [ServerSentEvent] = []
-        while snapshots.last?.data != latest, let event = try? slow.next(type: "snapshot") { snapshots.append(event) }
+        while snapshots.last?.data != latest, let event = try? await slow.next(type: "snapshot") { snapshots.append(event) }
         #expect(snapshots.last?.data == latest)
         #expect(snapshots.count <= 3, "\(snapshots.count) snapshots: missed states were queued instead of conflated")
         slow.close()

@@ -34,18 +34,18 @@ struct OperationsTests {
             hang.value && request.path != "/groups" ? .hang : fixture.reply(to: request)!
         }
         let service = try await Self.service(named: "metered", upstream: upstream)
-        #expect(try service.get("/metered").status == 200)
-        #expect(try service.get("/metered/nope").status == 404)
-        let stream = try service.events("/metered")
-        _ = try stream.next(type: "snapshot")
+        #expect(try await service.get("/metered").status == 200)
+        #expect(try await service.get("/metered/nope").status == 404)
+        let stream = try await service.events("/metered")
+        _ = try await stream.next(type: "snapshot")
         hang.update { $0 = true }
-        let leaving = try TestConnection(port: service.port)
-        try leaving.sendRequest("GET", "/metered")
+        let leaving = try await TestConnection(port: service.port)
+        try await leaving.sendRequest("GET", "/metered")
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 3 })
         leaving.close()
         #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.allSatisfy { !$0.inFlight } })
 
-        let metrics = try service.get("/metrics")
+        let metrics = try await service.get("/metrics")
         #expect(metrics.status == 200)
         #expect(metrics.header("Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
         let text = metrics.text
@@ -69,8 +69,8 @@ struct OperationsTests {
     func upstreamErrors() async throws {
         let upstream = try await ScriptedUpstream.start { _ in .json("{}", status: 500) }
         let service = try await Self.service(named: "failing", upstream: upstream)
-        #expect(try service.get("/failing").status == 502)
-        #expect(try service.get("/metrics").text.contains(#"tributary_upstream_errors_total{upstream="tasks",code="upstream_status"}"#))
+        #expect(try await service.get("/failing").status == 502)
+        #expect(try await service.get("/metrics").text.contains(#"tributary_upstream_errors_total{upstream="tasks",code="upstream_status"}"#))
         await service.stop()
         await upstream.shutdown()
     }
@@ -80,18 +80,18 @@ struct OperationsTests {
         let fixture = TaskGroupsFixture(count: 1)
         let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0)! }
         let service = try await Self.service(named: "shared", upstream: upstream, server: "corsOrigins: [https://app.example]")
-        let allowed = try service.get("/shared", headers: [("Origin", "https://app.example")])
+        let allowed = try await service.get("/shared", headers: [("Origin", "https://app.example")])
         #expect(allowed.header("Access-Control-Allow-Origin") == "https://app.example")
         #expect(allowed.header("Vary") == "Origin")
-        let other = try service.get("/shared", headers: [("Origin", "https://evil.example")])
+        let other = try await service.get("/shared", headers: [("Origin", "https://evil.example")])
         #expect(other.header("Access-Control-Allow-Origin") == nil)
-        let preflight = try TestHTTP.request(port: service.port, "OPTIONS", "/streams/x/inputs/q", headers: [
+        let preflight = try await TestHTTP.request(port: service.port, "OPTIONS", "/streams/x/inputs/q", headers: [
             ("Origin", "https://app.example"), ("Access-Control-Request-Method", "PUT"),
         ])
         #expect(preflight.status == 204)
         #expect(preflight.header("Access-Control-Allow-Methods")?.contains("PUT") == true)
         #expect(preflight.header("Access-Control-Allow-Headers")?.contains("Last-Event-ID") == true)
-        let stream = try service.events("/shared", headers: [("Origin", "https://app.example")])
+        let stream = try await service.events("/shared", headers: [("Origin", "https://app.example")])
         #expect(stream.head.header("Access-Control-Allow-Origin") == "https://app.example")
         stream.close()
         await service.stop()
@@ -103,17 +103,17 @@ struct OperationsTests {
         let fixture = TaskGroupsFixture(count: 1)
         let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0)! }
         let service = try await Self.service(named: "guarded", upstream: upstream, server: "adminToken: s3cret")
-        let missing = try service.post("/guarded/reload")
+        let missing = try await service.post("/guarded/reload")
         #expect(missing.status == 401)
         #expect(missing.error?.code == "unauthorized")
         #expect(missing.header("WWW-Authenticate") == "Bearer")
-        let wrong = try TestHTTP.request(port: service.port, "POST", "/guarded/reload", headers: [("Authorization", "Bearer s3cre")])
+        let wrong = try await TestHTTP.request(port: service.port, "POST", "/guarded/reload", headers: [("Authorization", "Bearer s3cre")])
         #expect(wrong.status == 401)
-        let right = try TestHTTP.request(port: service.port, "POST", "/guarded/reload", headers: [("Authorization", "Bearer s3cret")])
+        let right = try await TestHTTP.request(port: service.port, "POST", "/guarded/reload", headers: [("Authorization", "Bearer s3cret")])
         #expect(right.status == 202)
-        let stream = try service.events("/guarded")
-        let id = try stream.announcedID()
-        #expect(try TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/reload").status == 202)
+        let stream = try await service.events("/guarded")
+        let id = try await stream.announcedID()
+        #expect(try await TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/reload").status == 202)
         stream.close()
         await service.stop()
         await upstream.shutdown()
@@ -124,23 +124,23 @@ struct OperationsTests {
         let fixture = TaskGroupsFixture(count: 1)
         let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0)! }
         let service = try await Self.service(named: "crowded", upstream: upstream, server: "maxConnections: 2")
-        let first = try TestConnection(port: service.port)
-        let second = try TestConnection(port: service.port)
+        let first = try await TestConnection(port: service.port)
+        let second = try await TestConnection(port: service.port)
         for connection in [first, second] {
-            try connection.sendRequest("GET", "/healthz")
-            #expect(try connection.readResponse().status == 200)
+            try await connection.sendRequest("GET", "/healthz")
+            #expect(try await connection.readResponse().status == 200)
         }
-        let third = try TestConnection(port: service.port)
-        try third.sendRequest("GET", "/healthz")
-        let refused = try third.readResponse()
+        let third = try await TestConnection(port: service.port)
+        try await third.sendRequest("GET", "/healthz")
+        let refused = try await third.readResponse()
         #expect(refused.status == 503)
         #expect(refused.error?.code == "too_many_connections")
-        #expect(third.waitForClose())
+        #expect(await third.waitForClose())
         first.close()
         // The server learns of the close asynchronously: a bounded number of real attempts.
         var status = 0
         for _ in 0..<100 where status != 200 {
-            status = try TestHTTP.get(port: service.port, "/healthz").status
+            status = try await TestHTTP.get(port: service.port, "/healthz").status
         }
         #expect(status == 200)
         second.close()
@@ -153,9 +153,9 @@ struct OperationsTests {
         let fixture = TaskGroupsFixture(count: 1)
         let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0)! }
         let service = try await Self.service(named: "popular", upstream: upstream, sse: "maxSubscribers: 1")
-        let first = try service.events("/popular")
-        _ = try first.next(type: "snapshot")
-        let second = try TestHTTP.get(port: service.port, "/popular", headers: [("Accept", "text/event-stream")])
+        let first = try await service.events("/popular")
+        _ = try await first.next(type: "snapshot")
+        let second = try await TestHTTP.get(port: service.port, "/popular", headers: [("Accept", "text/event-stream")])
         #expect(second.status == 503)
         #expect(second.error?.code == "too_many_subscribers")
         first.close()
@@ -167,7 +167,7 @@ struct OperationsTests {
     func page() async throws {
         let upstream = try await ScriptedUpstream.start { _ in .json("{}") }
         let service = try await Self.service(named: "groups", upstream: upstream)
-        let page = try service.get("/")
+        let page = try await service.get("/")
         #expect(page.status == 200)
         #expect(page.header("Content-Type") == "text/html; charset=utf-8")
         #expect(page.text.contains(#"new EventSource("/groups")"#))

@@ -31,20 +31,20 @@ struct ProcessTests {
             fixture.reply(to: request, delay: slow.value && request.path != "/groups" ? .milliseconds(600) : .zero)!
         }
         let service = try await ServiceProcess(yaml: Self.yaml(upstream: upstream.baseURL))
-        let stream = try SSEClient(port: service.port, path: "/groups")
-        _ = try stream.next(type: "snapshot")
+        let stream = try await SSEClient(port: service.port, path: "/groups")
+        _ = try await stream.next(type: "snapshot")
         slow.update { $0 = true }
-        let inFlight = try TestConnection(port: service.port)
-        try inFlight.sendRequest("GET", "/groups")
+        let inFlight = try await TestConnection(port: service.port)
+        try await inFlight.sendRequest("GET", "/groups")
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 3 })
 
         let exit = Task { await service.terminate() }
-        let answer = try inFlight.readResponse()
+        let answer = try await inFlight.readResponse()
         #expect(answer.status == 200)
         #expect(answer.text == fixture.mergedJSON)
-        #expect(try stream.readToEnd().isEmpty, "the stream ends with its last chunk, not a reset")
+        #expect(try await stream.readToEnd().isEmpty, "the stream ends with its last chunk, not a reset")
         #expect(await exit.value == 0)
-        #expect(throws: (any Error).self) { try TestConnection(port: service.port) }
+        await #expect(throws: (any Error).self) { try await TestConnection(port: service.port) }
         #expect(service.output.value.contains("GET /groups 200"), "one access log line per request")
         await upstream.shutdown()
     }
@@ -54,13 +54,13 @@ struct ProcessTests {
         let fixture = TaskGroupsFixture(count: 1)
         let upstream = try await ScriptedUpstream.start { request in request.path == "/groups" ? fixture.reply(to: request)! : .hang }
         let service = try await ServiceProcess(yaml: Self.yaml(upstream: upstream.baseURL, shutdownTimeout: "300ms"))
-        let stuck = try TestConnection(port: service.port)
-        try stuck.sendRequest("GET", "/groups")
+        let stuck = try await TestConnection(port: service.port)
+        try await stuck.sendRequest("GET", "/groups")
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.path != "/groups" && $0.inFlight } })
         let started = ContinuousClock.now
         #expect(await service.terminate() == 0)
         #expect(ContinuousClock.now - started < .seconds(3))
-        #expect(stuck.waitForClose())
+        #expect(await stuck.waitForClose())
         #expect(service.output.value.contains("shutdown deadline passed"))
         await upstream.shutdown()
     }
@@ -72,7 +72,7 @@ struct ProcessTests {
         let service = try await ServiceProcess(yaml: Self.yaml(upstream: upstream.baseURL), arguments: ["--workers", "2"])
         #expect(service.output.value.contains("workers=2"))
         for _ in 0..<20 {
-            #expect(try TestHTTP.get(port: service.port, "/groups").text == fixture.mergedJSON)
+            #expect(try await TestHTTP.get(port: service.port, "/groups").text == fixture.mergedJSON)
         }
         #expect(await service.terminate() == 0)
         await upstream.shutdown()
@@ -86,9 +86,10 @@ struct ProcessTests {
             yaml: Self.yaml(upstream: upstream.baseURL, poolSize: 4), arguments: ["--workers", "2"])
         // Eight clients at once: with SO_REUSEPORT both workers get some of them, and each
         // would fill a pool of its own if poolSize were per worker.
-        let clients = try (0..<8).map { _ in try TestConnection(port: service.port) }
-        for client in clients { try client.sendRequest("GET", "/groups") }
-        for client in clients { #expect(try client.readResponse().text == fixture.mergedJSON) }
+        var clients: [TestConnection] = []
+        for _ in 0..<8 { clients.append(try await TestConnection(port: service.port)) }
+        for client in clients { try await client.sendRequest("GET", "/groups") }
+        for client in clients { #expect(try await client.readResponse().text == fixture.mergedJSON) }
         let requests = upstream.requests
         #expect(requests.count == 8 * 13)
         #expect(requests.maxInFlight <= 4)

@@ -18,8 +18,8 @@ struct RowsTests {
 
         func pageCalls(_ topic: String) -> Int { upstream.requests.filter { $0.path == "/topics/\(topic)/medias" }.count }
 
-        func trigger(_ stream: String, _ name: String, _ query: String = "") throws -> TestResponse {
-            try TestHTTP.request(port: service.port, "POST", "/streams/\(stream)/triggers/\(name)\(query)")
+        func trigger(_ stream: String, _ name: String, _ query: String = "") async throws -> TestResponse {
+            try await TestHTTP.request(port: service.port, "POST", "/streams/\(stream)/triggers/\(name)\(query)")
         }
 
         func stop() async {
@@ -31,7 +31,7 @@ struct RowsTests {
     @Test("GET /rows answers every topic with its first page, in topic order")
     func jsonFirstPages() async throws {
         let world = try await World.start()
-        let response = try world.service.get("/rows")
+        let response = try await world.service.get("/rows")
         #expect(response.status == 200)
         #expect(response.text == world.media.value.rowsJSON())
         await world.stop()
@@ -40,20 +40,20 @@ struct RowsTests {
     @Test("loadMore loads that topic's next page only, keeps topic order, and is a no-op after the last page")
     func loadMoreThroughTheLastPage() async throws {
         let world = try await World.start()
-        let stream = try world.service.events("/rows")
-        let id = try stream.announcedID()
-        #expect(try stream.next(type: "snapshot").data == world.media.value.rowsJSON())
+        let stream = try await world.service.events("/rows")
+        let id = try await stream.announcedID()
+        #expect(try await stream.next(type: "snapshot").data == world.media.value.rowsJSON())
 
-        #expect(try world.trigger(id, "loadMore", "?topic=b").status == 202)
-        #expect(try stream.next(type: "snapshot").data == world.media.value.rowsJSON(loaded: ["b": 2]))
-        #expect(try world.trigger(id, "loadMore", "?topic=b").status == 202)
-        #expect(try stream.next(type: "snapshot").data == world.media.value.rowsJSON(loaded: ["b": 3]))
+        #expect(try await world.trigger(id, "loadMore", "?topic=b").status == 202)
+        #expect(try await stream.next(type: "snapshot").data == world.media.value.rowsJSON(loaded: ["b": 2]))
+        #expect(try await world.trigger(id, "loadMore", "?topic=b").status == 202)
+        #expect(try await stream.next(type: "snapshot").data == world.media.value.rowsJSON(loaded: ["b": 3]))
         #expect(world.pageCalls("b") == 3)
         #expect(world.pageCalls("a") == 1 && world.pageCalls("c") == 1, "other topics are untouched")
 
-        #expect(try world.trigger(id, "loadMore", "?topic=b").status == 202)   // past the last page
-        #expect(try world.trigger(id, "loadMore", "?topic=c").status == 202)
-        let next = try stream.next(type: "snapshot")
+        #expect(try await world.trigger(id, "loadMore", "?topic=b").status == 202)   // past the last page
+        #expect(try await world.trigger(id, "loadMore", "?topic=c").status == 202)
+        let next = try await stream.next(type: "snapshot")
         #expect(next.data == world.media.value.rowsJSON(loaded: ["b": 3, "c": 2]), "the no-op produced no snapshot")
         #expect(world.pageCalls("b") == 3)
         stream.close()
@@ -63,14 +63,14 @@ struct RowsTests {
     @Test("reload starts the whole pipeline over: topics again, first pages again")
     func reload() async throws {
         let world = try await World.start()
-        let stream = try world.service.events("/rows")
-        let id = try stream.announcedID()
-        _ = try stream.next(type: "snapshot")
-        #expect(try world.trigger(id, "loadMore", "?topic=a").status == 202)
-        #expect(try stream.next(type: "snapshot").data == world.media.value.rowsJSON(loaded: ["a": 2]))
+        let stream = try await world.service.events("/rows")
+        let id = try await stream.announcedID()
+        _ = try await stream.next(type: "snapshot")
+        #expect(try await world.trigger(id, "loadMore", "?topic=a").status == 202)
+        #expect(try await stream.next(type: "snapshot").data == world.media.value.rowsJSON(loaded: ["a": 2]))
         world.media.update { $0.topics.append("d") }
-        #expect(try world.trigger(id, "reload").status == 202)
-        #expect(try stream.next(type: "snapshot").data == world.media.value.rowsJSON())
+        #expect(try await world.trigger(id, "reload").status == 202)
+        #expect(try await stream.next(type: "snapshot").data == world.media.value.rowsJSON())
         #expect(world.upstream.requests.filter { $0.path == "/topics" }.count == 2)
         stream.close()
         await world.stop()
@@ -81,12 +81,12 @@ struct RowsTests {
         var fixture = MediaFixture(topics: ["a", "b", "c"])
         fixture.failing = ["b"]
         let world = try await World.start(fixture)
-        let stream = try world.service.events("/rows")
-        let rows = try stream.next(type: "snapshot").data
+        let stream = try await world.service.events("/rows")
+        let rows = try await stream.next(type: "snapshot").data
         let good = world.media.value
         #expect(rows.hasPrefix("[" + good.rowJSON("a", loaded: 1) + #",{"topic":{"id":"b","title":"Topic b"},"medias":[],"error":{"code":"upstream_status""#))
         #expect(rows.hasSuffix(good.rowJSON("c", loaded: 1) + "]"))
-        #expect(try world.service.get("/rows").text == rows, "the JSON answer marks the row the same way")
+        #expect(try await world.service.get("/rows").text == rows, "the JSON answer marks the row the same way")
         stream.close()
         await world.stop()
     }
@@ -94,16 +94,16 @@ struct RowsTests {
     @Test("one stream's triggers do not reach another stream")
     func streamsAreIsolated() async throws {
         let world = try await World.start()
-        let first = try world.service.events("/rows")
-        let second = try world.service.events("/rows")
-        let firstID = try first.announcedID()
-        let secondID = try second.announcedID()
-        _ = try first.next(type: "snapshot")
-        _ = try second.next(type: "snapshot")
-        #expect(try world.trigger(firstID, "loadMore", "?topic=a").status == 202)
-        #expect(try first.next(type: "snapshot").data == world.media.value.rowsJSON(loaded: ["a": 2]))
-        #expect(try world.trigger(secondID, "loadMore", "?topic=c").status == 202)
-        #expect(try second.next(type: "snapshot").data == world.media.value.rowsJSON(loaded: ["c": 2]),
+        let first = try await world.service.events("/rows")
+        let second = try await world.service.events("/rows")
+        let firstID = try await first.announcedID()
+        let secondID = try await second.announcedID()
+        _ = try await first.next(type: "snapshot")
+        _ = try await second.next(type: "snapshot")
+        #expect(try await world.trigger(firstID, "loadMore", "?topic=a").status == 202)
+        #expect(try await first.next(type: "snapshot").data == world.media.value.rowsJSON(loaded: ["a": 2]))
+        #expect(try await world.trigger(secondID, "loadMore", "?topic=c").status == 202)
+        #expect(try await second.next(type: "snapshot").data == world.media.value.rowsJSON(loaded: ["c": 2]),
                 "the second stream's next snapshot has only its own page")
         first.close()
         second.close()
@@ -113,8 +113,8 @@ struct RowsTests {
     @Test("unknown streams and triggers are 404, bad arguments 400, all JSON")
     func unknownIDs() async throws {
         let world = try await World.start()
-        let stream = try world.service.events("/rows")
-        let id = try stream.announcedID()
+        let stream = try await world.service.events("/rows")
+        let id = try await stream.announcedID()
         let cases: [(String, String, Int, String)] = [
             (String(repeating: "0", count: 32), "reload", 404, "unknown_stream"),
             ("nonexistent", "reload", 404, "unknown_stream"),
@@ -123,11 +123,11 @@ struct RowsTests {
             (id, "loadMore?topic=zzz", 400, "bad_request"),
         ]
         for (stream, trigger, status, code) in cases {
-            let response = try world.trigger(stream, trigger)
+            let response = try await world.trigger(stream, trigger)
             #expect(response.status == status, "\(stream)/\(trigger)")
             #expect(response.error?.code == code, "\(stream)/\(trigger): \(response.text)")
         }
-        let input = try TestHTTP.request(port: world.service.port, "PUT", "/streams/\(id)/inputs/q", body: Array("x".utf8))
+        let input = try await TestHTTP.request(port: world.service.port, "PUT", "/streams/\(id)/inputs/q", body: Array("x".utf8))
         #expect(input.status == 404)
         #expect(input.error?.code == "unknown_input")
         stream.close()
@@ -139,14 +139,14 @@ struct RowsTests {
         var fixture = MediaFixture(topics: ["a", "b"])
         fixture.hangingNextPages = ["a"]
         let world = try await World.start(fixture)
-        let stream = try world.service.events("/rows")
-        let id = try stream.announcedID()
-        _ = try stream.next(type: "snapshot")
-        #expect(try world.trigger(id, "loadMore", "?topic=a").status == 202)
+        let stream = try await world.service.events("/rows")
+        let id = try await stream.announcedID()
+        _ = try await stream.next(type: "snapshot")
+        #expect(try await world.trigger(id, "loadMore", "?topic=a").status == 202)
         #expect(await world.upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.query["page"] == "2" && $0.inFlight } })
         stream.close()
         #expect(await world.upstream.records.wait(timeout: .seconds(2)) { $0.contains { $0.query["page"] == "2" && $0.closedByClient } })
-        let gone = try world.trigger(id, "loadMore", "?topic=b")
+        let gone = try await world.trigger(id, "loadMore", "?topic=b")
         #expect(gone.status == 404)
         #expect(gone.error?.code == "unknown_stream")
         await world.stop()

@@ -16,8 +16,8 @@ struct SearchTests {
 
         var searches: [String] { upstream.requests.compactMap { $0.query["q"] } }
 
-        func set(_ stream: String, _ value: [UInt8], input: String = "q") throws -> TestResponse {
-            try TestHTTP.request(port: service.port, "PUT", "/streams/\(stream)/inputs/\(input)", body: value)
+        func set(_ stream: String, _ value: [UInt8], input: String = "q") async throws -> TestResponse {
+            try await TestHTTP.request(port: service.port, "PUT", "/streams/\(stream)/inputs/\(input)", body: value)
         }
 
         func stop() async {
@@ -29,11 +29,11 @@ struct SearchTests {
     @Test("GET /search answers the upstream's items unchanged and in order; short queries answer [] without a call")
     func json() async throws {
         let world = try await World.start()
-        let response = try world.service.get("/search?q=swift")
+        let response = try await world.service.get("/search?q=swift")
         #expect(response.status == 200)
         #expect(response.text == SearchFixture.itemsJSON(for: "swift"))
-        #expect(try world.service.get("/search?q=sw").text == "[]")
-        #expect(try world.service.get("/search").text == "[]")
+        #expect(try await world.service.get("/search?q=sw").text == "[]")
+        #expect(try await world.service.get("/search").text == "[]")
         #expect(world.searches == ["swift"])
         await world.stop()
     }
@@ -41,13 +41,13 @@ struct SearchTests {
     @Test("rapid changes of q produce one upstream search, for the last value")
     func debounced() async throws {
         let world = try await World.start(debounce: "200ms")
-        let stream = try world.service.events("/search")
-        let id = try stream.announcedID()
-        #expect(try stream.next(type: "snapshot").data == "[]")
+        let stream = try await world.service.events("/search")
+        let id = try await stream.announcedID()
+        #expect(try await stream.next(type: "snapshot").data == "[]")
         for value in ["s", "sw", "swi", "swif", "swift"] {
-            #expect(try world.set(id, Array(value.utf8)).status == 202)
+            #expect(try await world.set(id, Array(value.utf8)).status == 202)
         }
-        #expect(try stream.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "swift"))
+        #expect(try await stream.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "swift"))
         #expect(world.searches == ["swift"])
         stream.close()
         await world.stop()
@@ -56,11 +56,11 @@ struct SearchTests {
     @Test("a search still running when q changes is cancelled: the upstream sees it close")
     func supersededSearchIsCancelled() async throws {
         let world = try await World.start(debounce: "50ms")
-        let stream = try world.service.events("/search?q=slowly")
-        let id = try stream.announcedID()
+        let stream = try await world.service.events("/search?q=slowly")
+        let id = try await stream.announcedID()
         #expect(await world.upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.query["q"] == "slowly" && $0.inFlight } })
-        #expect(try world.set(id, Array("vapor".utf8)).status == 202)
-        #expect(try stream.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "vapor"))
+        #expect(try await world.set(id, Array("vapor".utf8)).status == 202)
+        #expect(try await stream.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "vapor"))
         #expect(await world.upstream.records.wait(timeout: .seconds(2)) { $0.first { $0.query["q"] == "slowly" }?.closedByClient == true })
         stream.close()
         await world.stop()
@@ -69,8 +69,8 @@ struct SearchTests {
     @Test("input values are checked: not UTF-8 → 400, too long → 400, body over 4 KB → 413, unknown input → 404")
     func badValues() async throws {
         let world = try await World.start()
-        let stream = try world.service.events("/search")
-        let id = try stream.announcedID()
+        let stream = try await world.service.events("/search")
+        let id = try await stream.announcedID()
         let cases: [([UInt8], String, Int, String)] = [
             ([0xFF, 0xFE], "q", 400, "bad_request"),
             (Array(String(repeating: "q", count: 300).utf8), "q", 400, "bad_request"),
@@ -78,11 +78,11 @@ struct SearchTests {
             (Array("x".utf8), "page", 404, "unknown_input"),
         ]
         for (body, input, status, code) in cases {
-            let response = try world.set(id, body, input: input)
+            let response = try await world.set(id, body, input: input)
             #expect(response.status == status, "\(input) \(body.count) bytes")
             #expect(response.error?.code == code, "\(response.text)")
         }
-        #expect(try TestHTTP.request(port: world.service.port, "POST", "/streams/\(id)/triggers/reload").error?.code == "unknown_trigger")
+        #expect(try await TestHTTP.request(port: world.service.port, "POST", "/streams/\(id)/triggers/reload").error?.code == "unknown_trigger")
         stream.close()
         await world.stop()
     }
@@ -90,16 +90,16 @@ struct SearchTests {
     @Test("one stream's input does not reach another stream")
     func sessionsAreIsolated() async throws {
         let world = try await World.start(debounce: "50ms")
-        let first = try world.service.events("/search?q=vapor")
-        let second = try world.service.events("/search?q=nginx")
-        let firstID = try first.announcedID()
-        let secondID = try second.announcedID()
-        #expect(try first.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "vapor"))
-        #expect(try second.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "nginx"))
-        #expect(try world.set(firstID, Array("swift".utf8)).status == 202)
-        #expect(try first.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "swift"))
-        #expect(try world.set(secondID, Array("log".utf8)).status == 202)
-        #expect(try second.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "log"),
+        let first = try await world.service.events("/search?q=vapor")
+        let second = try await world.service.events("/search?q=nginx")
+        let firstID = try await first.announcedID()
+        let secondID = try await second.announcedID()
+        #expect(try await first.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "vapor"))
+        #expect(try await second.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "nginx"))
+        #expect(try await world.set(firstID, Array("swift".utf8)).status == 202)
+        #expect(try await first.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "swift"))
+        #expect(try await world.set(secondID, Array("log".utf8)).status == 202)
+        #expect(try await second.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "log"),
                 "the second stream's next snapshot answers its own query, not the first stream's")
         first.close()
         second.close()

@@ -59,16 +59,16 @@ final class ServiceHarness: Sendable {
         ownedLiveResources = owned
     }
 
-    func get(_ path: String, headers: [(String, String)] = []) throws -> TestResponse {
-        try TestHTTP.get(port: port, path, headers: headers)
+    func get(_ path: String, headers: [(String, String)] = []) async throws -> TestResponse {
+        try await TestHTTP.get(port: port, path, headers: headers)
     }
 
-    func post(_ path: String) throws -> TestResponse {
-        try TestHTTP.request(port: port, "POST", path)
+    func post(_ path: String) async throws -> TestResponse {
+        try await TestHTTP.request(port: port, "POST", path)
     }
 
-    func events(_ path: String, headers: [(String, String)] = [], receiveBuffer: Int? = nil) throws -> SSEClient {
-        try SSEClient(port: port, path: path, headers: headers, receiveBuffer: receiveBuffer)
+    func events(_ path: String, headers: [(String, String)] = [], receiveBuffer: Int? = nil) async throws -> SSEClient {
+        try await SSEClient(port: port, path: path, headers: headers, receiveBuffer: receiveBuffer)
     }
 
     func stop() async {

@@ -92,8 +92,8 @@ extension ServiceHarness {
 
 extension SSEClient {
     /// The id the stream announced in its first event.
-    func announcedID() throws -> String {
-        let event = try next(type: "stream")
+    func announcedID() async throws -> String {
+        let event = try await next(type: "stream")
         guard let range = event.data.firstRange(of: #""id":""#) else { throw TestClientError.malformed(event.data) }
         return String(event.data[range.upperBound...].prefix(32))
     }

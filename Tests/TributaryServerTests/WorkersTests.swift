@@ -19,25 +19,25 @@ struct WorkersTests {
         #expect(other.ownedLiveResources.isEmpty)
         var streams: [SSEClient] = []
         for service in [owner, other, owner, other, owner, other] {
-            let stream = try service.events("/groups")
-            #expect(try stream.next(type: "snapshot").data == fixture.value.mergedJSON)
+            let stream = try await service.events("/groups")
+            #expect(try await stream.next(type: "snapshot").data == fixture.value.mergedJSON)
             streams.append(stream)
         }
         let lists = { upstream.requests.filter { $0.path == "/groups" }.count }
         #expect(lists() == 1)
 
         fixture.update { $0.groups[0].taskCount = 999 }
-        #expect(try other.post("/groups/reload").status == 202)   // reaches the owner's pipeline
+        #expect(try await other.post("/groups/reload").status == 202)   // reaches the owner's pipeline
         for stream in streams {
-            #expect(try stream.next(type: "snapshot").data == fixture.value.mergedJSON)
+            #expect(try await stream.next(type: "snapshot").data == fixture.value.mergedJSON)
         }
         #expect(lists() == 2)
 
         hang.update { $0 = true }
-        #expect(try owner.post("/groups/reload").status == 202)
+        #expect(try await owner.post("/groups/reload").status == 202)
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 4 })
         for (index, stream) in streams.enumerated() where index % 2 == 0 { stream.close() }   // all of the owner's
-        #expect(try owner.get("/healthz").status == 200)
+        #expect(try await owner.get("/healthz").status == 200)
         #expect(upstream.requests.filter(\.inFlight).count == 4, "the other worker's subscribers keep it running")
         for (index, stream) in streams.enumerated() where index % 2 == 1 { stream.close() }
         #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.allSatisfy { !$0.inFlight } })
@@ -54,26 +54,26 @@ struct WorkersTests {
         let directory = StreamDirectory()
         let first = try await ServiceHarness(yaml: yaml, directory: directory)
         let second = try await ServiceHarness(yaml: yaml, directory: directory)
-        let rows = try first.events("/rows")
-        let rowsID = try rows.announcedID()
-        _ = try rows.next(type: "snapshot")
-        let loadMore = try TestHTTP.request(port: second.port, "POST", "/streams/\(rowsID)/triggers/loadMore?topic=b")
+        let rows = try await first.events("/rows")
+        let rowsID = try await rows.announcedID()
+        _ = try await rows.next(type: "snapshot")
+        let loadMore = try await TestHTTP.request(port: second.port, "POST", "/streams/\(rowsID)/triggers/loadMore?topic=b")
         #expect(loadMore.status == 202)
-        #expect(try rows.next(type: "snapshot").data == media.value.rowsJSON(loaded: ["b": 2]))
-        let unknown = try TestHTTP.request(port: second.port, "POST", "/streams/\(rowsID)/triggers/dance")
+        #expect(try await rows.next(type: "snapshot").data == media.value.rowsJSON(loaded: ["b": 2]))
+        let unknown = try await TestHTTP.request(port: second.port, "POST", "/streams/\(rowsID)/triggers/dance")
         #expect(unknown.status == 404)
         #expect(unknown.error?.code == "unknown_trigger")
 
-        let search = try second.events("/search?q=vapor")
-        let searchID = try search.announcedID()
-        _ = try search.next(type: "snapshot")
-        #expect(try TestHTTP.request(port: first.port, "PUT", "/streams/\(searchID)/inputs/q", body: Array("nginx".utf8)).status == 202)
-        #expect(try search.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "nginx"))
+        let search = try await second.events("/search?q=vapor")
+        let searchID = try await search.announcedID()
+        _ = try await search.next(type: "snapshot")
+        #expect(try await TestHTTP.request(port: first.port, "PUT", "/streams/\(searchID)/inputs/q", body: Array("nginx".utf8)).status == 202)
+        #expect(try await search.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "nginx"))
 
         do {
-            let reload = try TestHTTP.request(port: second.port, "POST", "/rows/reload")
+            let reload = try await TestHTTP.request(port: second.port, "POST", "/rows/reload")
             #expect(reload.status == 202)
-            #expect(try rows.next(type: "snapshot").data == media.value.rowsJSON(), "POST /rows/reload reached the stream on the other worker")
+            #expect(try await rows.next(type: "snapshot").data == media.value.rowsJSON(), "POST /rows/reload reached the stream on the other worker")
         }
         rows.close()
         search.close()
