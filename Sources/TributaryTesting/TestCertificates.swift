@@ -13,18 +13,18 @@ public struct TestCertificates: Sendable {
     /// `subjectAltNames` (OpenSSL syntax).
     public static func make(
         authorityName: String = "Tributary Test CA", subjectAltNames: String = "DNS:localhost,IP:127.0.0.1"
-    ) throws -> TestCertificates {
+    ) async throws -> TestCertificates {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("tributary-tls-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let certificates = TestCertificates(directory: directory)
         try "subjectAltName=\(subjectAltNames)\n".write(toFile: directory + "/san.ext", atomically: true, encoding: .utf8)
-        try openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=\(authorityName)",
-                    "-keyout", directory + "/ca.key", "-out", certificates.caFile)
-        try openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
-                    "-keyout", certificates.serverKeyFile, "-out", directory + "/server.csr")
-        try openssl("x509", "-req", "-in", directory + "/server.csr", "-CA", certificates.caFile, "-CAkey", directory + "/ca.key",
-                    "-CAcreateserial", "-days", "2", "-extfile", directory + "/san.ext", "-out", certificates.serverChainFile)
+        try await openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=\(authorityName)",
+                          "-keyout", directory + "/ca.key", "-out", certificates.caFile)
+        try await openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+                          "-keyout", certificates.serverKeyFile, "-out", directory + "/server.csr")
+        try await openssl("x509", "-req", "-in", directory + "/server.csr", "-CA", certificates.caFile, "-CAkey", directory + "/ca.key",
+                          "-CAcreateserial", "-days", "2", "-extfile", directory + "/san.ext", "-out", certificates.serverChainFile)
         return certificates
     }
 
@@ -34,8 +34,10 @@ public struct TestCertificates: Sendable {
     }
 
     /// Runs `openssl` with posix_spawn (Foundation's `Process` leaks a little on Linux, which
-    /// the AddressSanitizer run would report).
-    private static func openssl(_ arguments: String...) throws {
+    /// the AddressSanitizer run would report), and waits for it on a thread of its own: making
+    /// an RSA key takes a second or more on a busy machine, too long to hold a thread of the
+    /// cooperative pool.
+    private static func openssl(_ arguments: String...) async throws {
         let argv = (["openssl"] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var actions = posix_spawn_file_actions_t()
@@ -46,8 +48,13 @@ public struct TestCertificates: Sendable {
         var pid: pid_t = 0
         let spawned = posix_spawnp(&pid, "openssl", &actions, nil, argv, environ)
         guard spawned == 0 else { throw TestClientError.system("posix_spawnp openssl", spawned) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let status = await withCheckedContinuation { continuation in
+            Thread.detachNewThread { [pid] in
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                continuation.resume(returning: status)
+            }
+        }
         guard status == 0 else {
             throw TestClientError.malformed("openssl \(arguments.joined(separator: " ")) exited with status \(status)")
         }

@@ -8,7 +8,7 @@ struct TLSTests {
 
     @Test("a call to an HTTPS upstream verifies its certificate against the configured CA")
     func verifiedCall() async throws {
-        let certificates = try TestCertificates.make()
+        let certificates = try await TestCertificates.make()
         defer { certificates.remove() }
         let upstream = try await ScriptedUpstream.start(
             tls: .server(certificateChainFile: certificates.serverChainFile, privateKeyFile: certificates.serverKeyFile)
@@ -27,8 +27,8 @@ struct TLSTests {
 
     @Test("a certificate from an unknown CA fails the call with a TLS error")
     func unknownAuthority() async throws {
-        let certificates = try TestCertificates.make()
-        let stranger = try TestCertificates.make(authorityName: "Somebody Else")
+        let certificates = try await TestCertificates.make()
+        let stranger = try await TestCertificates.make(authorityName: "Somebody Else")
         defer { certificates.remove(); stranger.remove() }
         let upstream = try await ScriptedUpstream.start(
             tls: .server(certificateChainFile: certificates.serverChainFile, privateKeyFile: certificates.serverKeyFile)
@@ -48,7 +48,7 @@ struct TLSTests {
 
     @Test("a certificate for another host name fails the call with a TLS error")
     func wrongHostName() async throws {
-        let certificates = try TestCertificates.make(subjectAltNames: "DNS:elsewhere.test")
+        let certificates = try await TestCertificates.make(subjectAltNames: "DNS:elsewhere.test")
         defer { certificates.remove() }
         let upstream = try await ScriptedUpstream.start(
             tls: .server(certificateChainFile: certificates.serverChainFile, privateKeyFile: certificates.serverKeyFile)
