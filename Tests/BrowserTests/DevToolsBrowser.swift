@@ -1,9 +1,12 @@
 import Foundation
 import Glibc
+import TributaryTesting
 
 /// Headless Chromium driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`:
 /// commands on the child's fd 3, answers and events on its fd 4, each a JSON text ending in
-/// NUL), so the test needs no WebSocket client.
+/// NUL), so the test needs no WebSocket client. Waiting for an answer suspends the task (see
+/// ``Poller``): a page can take seconds to answer, and a test must not hold a thread of the
+/// cooperative pool that long.
 final class DevToolsBrowser {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -58,7 +61,7 @@ final class DevToolsBrowser {
 
     /// Sends a command and returns its `result`, skipping events; fails after `timeout`.
     @discardableResult
-    func send(_ method: String, _ params: [String: Any] = [:], session: String? = nil, timeout: Duration = .seconds(30)) throws -> [String: Any] {
+    func send(_ method: String, _ params: [String: Any] = [:], session: String? = nil, timeout: Duration = .seconds(30)) async throws -> [String: Any] {
         nextID += 1
         var message: [String: Any] = ["id": nextID, "method": method, "params": params]
         if let session { message["sessionId"] = session }
@@ -73,7 +76,7 @@ final class DevToolsBrowser {
         }
         let deadline = ContinuousClock.now + timeout
         while true {
-            let answer = try nextMessage(until: deadline)
+            let answer = try await nextMessage(until: deadline)
             guard answer["id"] as? Int == nextID else { continue }
             if let error = answer["error"] as? [String: Any] { throw Failure(description: "\(method): \(error)") }
             return answer["result"] as? [String: Any] ?? [:]
@@ -81,25 +84,23 @@ final class DevToolsBrowser {
     }
 
     /// Evaluates `expression` in the page (awaiting it if it is a promise) and returns its value.
-    func evaluate(_ expression: String, session: String, timeout: Duration = .seconds(30)) throws -> Any? {
-        let result = try send("Runtime.evaluate", ["expression": expression, "awaitPromise": true, "returnByValue": true],
-                              session: session, timeout: timeout)
+    func evaluate(_ expression: String, session: String, timeout: Duration = .seconds(30)) async throws -> Any? {
+        let result = try await send("Runtime.evaluate", ["expression": expression, "awaitPromise": true, "returnByValue": true],
+                                    session: session, timeout: timeout)
         if let exception = result["exceptionDetails"] { throw Failure(description: "the page threw: \(exception)") }
         return (result["result"] as? [String: Any])?["value"]
     }
 
-    private func nextMessage(until deadline: ContinuousClock.Instant) throws -> [String: Any] {
+    private func nextMessage(until deadline: ContinuousClock.Instant) async throws -> [String: Any] {
         while true {
             if let end = pending.firstIndex(of: 0) {
                 let message = Data(pending[..<end])
                 pending.removeSubrange(...end)
                 return (try JSONSerialization.jsonObject(with: message)) as? [String: Any] ?? [:]
             }
-            let remaining = deadline - .now
-            guard remaining > .zero else { throw Failure(description: "Chromium did not answer in time") }
-            var descriptor = pollfd(fd: answers, events: Int16(POLLIN), revents: 0)
-            let (seconds, attoseconds) = remaining.components
-            guard poll(&descriptor, 1, Int32(seconds * 1000 + attoseconds / 1_000_000_000_000_000) + 1) > 0 else { continue }
+            guard try await Poller.shared.wait(for: .readable, on: answers, until: deadline) else {
+                throw Failure(description: "Chromium did not answer in time")
+            }
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
             let count = read(answers, &chunk, chunk.count)
             guard count > 0 else { throw Failure(description: "Chromium closed its pipe") }

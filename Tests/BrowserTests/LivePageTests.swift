@@ -28,14 +28,14 @@ struct LivePageTests {
         defer { service.stop() }
 
         let browser = try DevToolsBrowser()
-        let target = try browser.send("Target.createTarget", ["url": "about:blank"])
-        let attached = try browser.send("Target.attachToTarget", ["targetId": target["targetId"] as? String ?? "", "flatten": true])
+        let target = try await browser.send("Target.createTarget", ["url": "about:blank"])
+        let attached = try await browser.send("Target.attachToTarget", ["targetId": target["targetId"] as? String ?? "", "flatten": true])
         let session = try #require(attached["sessionId"] as? String)
         // Answered once the new document is committed: evaluating after it cannot race the navigation.
-        try browser.send("Page.navigate", ["url": "http://127.0.0.1:\(service.port)/"], session: session)
+        try await browser.send("Page.navigate", ["url": "http://127.0.0.1:\(service.port)/"], session: session)
 
         // Resolves once the page has rendered a second group snapshot: a live update.
-        let updates = try browser.evaluate("""
+        let updates = try await browser.evaluate("""
             new Promise((resolve) => {
               const start = () => {
                 const done = () => Number(document.body.dataset.updates) >= 2 && (resolve(document.body.dataset.state + " " + document.body.dataset.updates), true);
@@ -45,10 +45,10 @@ struct LivePageTests {
             })
             """, session: session)
         #expect((updates as? String)?.hasPrefix("live ") == true, "page state: \(String(describing: updates))")
-        #expect(try browser.evaluate("document.querySelectorAll('#groups tr').length", session: session) as? Int == 8)
+        #expect(try await browser.evaluate("document.querySelectorAll('#groups tr').length", session: session) as? Int == 8)
 
         // "more" on the first topic: its row grows by one page (4 medias), through the stream's trigger.
-        let grown = try browser.evaluate("""
+        let grown = try await browser.evaluate("""
             new Promise((resolve) => {
               const count = () => document.querySelector('#rows .row')?.querySelectorAll('.media').length ?? 0;
               const ready = () => count() > 0 && typeof rowsStream === "string";
@@ -65,7 +65,7 @@ struct LivePageTests {
             """, session: session)
         #expect(grown as? [Int] == [4, 8])
 
-        let shot = try browser.send("Page.captureScreenshot", ["format": "png"], session: session)
+        let shot = try await browser.send("Page.captureScreenshot", ["format": "png"], session: session)
         let png = try #require(Data(base64Encoded: shot["data"] as? String ?? ""))
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
         try FileManager.default.createDirectory(at: Self.screenshot.deletingLastPathComponent(), withIntermediateDirectories: true)
