@@ -6,6 +6,8 @@ import TributaryTesting
 final class ServiceProcess: Sendable {
     let port: UInt16
     let output: Observed<String>
+    /// Appends what the process writes to its standard error to `output`.
+    private let outputReader: Task<Void, Never>
     private let process: Process
     private let directory: URL
 
@@ -39,11 +41,8 @@ final class ServiceProcess: Sendable {
         process.standardOutput = FileHandle.nullDevice
         let output = Observed("")
         self.output = output
-        errors.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if !data.isEmpty { output.update { $0 += String(decoding: data, as: UTF8.self) } }
-        }
         try process.run()
+        outputReader = Task { [reading = errors.fileHandleForReading] in await Self.collect(reading, into: output) }
         guard await output.wait(timeout: .seconds(20), until: { $0.contains(" listening") }),
               let match = output.value.firstMatch(of: /address=127\.0\.0\.1:(\d+)/), let port = UInt16(match.1) else {
             process.terminate()
@@ -70,17 +69,45 @@ final class ServiceProcess: Sendable {
         return await exitStatus()
     }
 
-    /// Waits (on a thread of its own) for the process to exit.
+    /// Waits (on a thread of its own) for the process to exit, then until `output` holds all it
+    /// wrote: tests check its log right after.
     func exitStatus() async -> Int32 {
-        await withCheckedContinuation { continuation in
+        let status = await withCheckedContinuation { continuation in
             Thread.detachNewThread { [process] in
                 process.waitUntilExit()
                 continuation.resume(returning: process.terminationStatus)
             }
         }
+        // Everything it wrote is in the pipe now: the reader takes what is left and stops.
+        outputReader.cancel()
+        await outputReader.value
+        return status
+    }
+
+    /// Reads `handle` (non-blocking, waiting through ``Poller``) into `output` until the pipe
+    /// ends, or until cancelled and what is still in it is read. Not Foundation's
+    /// `readabilityHandler`: it runs on a queue of its own, so under load the exit was seen
+    /// before the last lines were read, and nothing tells when they have been.
+    private static func collect(_ handle: FileHandle, into output: Observed<String>) async {
+        defer { withExtendedLifetime(handle) {} }
+        let fd = handle.fileDescriptor
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count > 0 {
+                output.update { $0 += String(decoding: buffer[..<count], as: UTF8.self) }
+            } else if count == 0 || errno != EAGAIN || Task.isCancelled {
+                return
+            } else {
+                // No deadline of its own: the pipe ends when the process does, and deinit ends it.
+                _ = try? await Poller.shared.wait(for: .readable, on: fd, until: .now + .seconds(60))
+            }
+        }
     }
 
     deinit {
+        outputReader.cancel()
         if process.isRunning { process.terminate() }
         try? FileManager.default.removeItem(at: directory)
     }
