@@ -45,6 +45,7 @@ public struct TestCertificates: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        closeInheritedDescriptors(&actions, from: 3)
         var pid: pid_t = 0
         let spawned = posix_spawnp(&pid, "openssl", &actions, nil, argv, environ)
         guard spawned == 0 else { throw TestClientError.system("posix_spawnp openssl", spawned) }

@@ -35,6 +35,10 @@ final class DevToolsBrowser {
         posix_spawn_file_actions_adddup2(&actions, fromBrowser[1], 4)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Nothing else of the test process goes to the browser: a socket it kept open would
+        // outlive its close here, and the server at its other end would wait for a reset that
+        // never comes.
+        closeInheritedDescriptors(&actions, from: 5)
         let arguments = [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                          "--no-first-run", "--remote-debugging-pipe", "--window-size=\(windowSize)",
                          "--user-data-dir=\(profile.path)", "about:blank"]

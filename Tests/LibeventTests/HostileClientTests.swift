@@ -30,15 +30,15 @@ struct HostileClientTests {
     @Test("a client that floods an open request is read at most 64 KiB ahead, and loses nothing it sent")
     func floodWhileOpen() async throws {
         let server = try await Self.echoServer(delay: .milliseconds(300))
-        let connection = try TestConnection(port: server.port)
+        let connection = try await TestConnection(port: server.port)
         let pipelined = Array("POST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n".utf8) + [UInt8](repeating: 0x61, count: 1_000_000)
-        try connection.send("GET /first HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await connection.send("GET /first HTTP/1.1\r\nHost: x\r\n\r\n")
         let flood = pipelined + [UInt8](repeating: 0x7A, count: 96 * 1024 * 1024)
-        let sent = connection.sendWhileTaken(flood, timeout: .milliseconds(500))
+        let sent = await connection.sendWhileTaken(flood, timeout: .milliseconds(500))
         // What went out sits in the server's 64 KiB and the two kernels' socket buffers.
         #expect(sent < 32 * 1024 * 1024, "the server kept reading: \(sent) bytes taken")
-        #expect(try connection.readResponse().text == #"{"path":"/first","body":0}"#)
-        #expect(try connection.readResponse().text == #"{"path":"/second","body":1000000}"#)
+        #expect(try await connection.readResponse().text == #"{"path":"/first","body":0}"#)
+        #expect(try await connection.readResponse().text == #"{"path":"/second","body":1000000}"#)
         connection.close()
         await server.stop()
     }
@@ -52,12 +52,12 @@ struct HostileClientTests {
                 request.write(Array("data: still here\n\n".utf8))
             }
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(try connection.readHead().status == 200)
-        let sent = connection.sendWhileTaken([UInt8](repeating: 0x7A, count: 96 * 1024 * 1024), timeout: .milliseconds(400))
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try await connection.readHead().status == 200)
+        let sent = await connection.sendWhileTaken([UInt8](repeating: 0x7A, count: 96 * 1024 * 1024), timeout: .milliseconds(400))
         #expect(sent < 32 * 1024 * 1024, "the server kept reading: \(sent) bytes taken")
-        #expect(try connection.readChunk() == Array("data: still here\n\n".utf8))
+        #expect(try await connection.readChunk() == Array("data: still here\n\n".utf8))
         connection.close()
         await server.stop()
     }
@@ -68,15 +68,15 @@ struct HostileClientTests {
     func endlessChunkSizeLine() async throws {
         let handled = Observed<[String]>([])
         let server = try await Self.echoServer(handled: handled)
-        let connection = try TestConnection(port: server.port)
-        try connection.send("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-        _ = connection.sendWhileTaken([UInt8](repeating: 0x30, count: 200_000), timeout: .milliseconds(300))
-        let response = try connection.readResponse()
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        _ = await connection.sendWhileTaken([UInt8](repeating: 0x30, count: 200_000), timeout: .milliseconds(300))
+        let response = try await connection.readResponse()
         #expect(response.status == 400)
         #expect(response.header("Connection") == "close")
         #expect(response.text.contains(#""code":"malformed_request""#))
         #expect(response.text.contains("at most 16 hex digits"))
-        #expect(connection.waitForClose())
+        #expect(await connection.waitForClose())
         #expect(handled.value.isEmpty)
         await server.stop()
     }
@@ -87,15 +87,15 @@ struct HostileClientTests {
     func lenientChunkSize(size: String) async throws {
         let handled = Observed<[String]>([])
         let server = try await Self.echoServer(handled: handled)
-        let connection = try TestConnection(port: server.port)
-        try connection.send(
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send(
             "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\(size)\r\nhello\r\n0\r\n\r\n"
                 + "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
-        let response = try connection.readResponse()
+        let response = try await connection.readResponse()
         #expect(response.status == 400)
         #expect(response.header("Connection") == "close")
         #expect(response.text.contains(#""code":"malformed_request""#))
-        #expect(connection.waitForClose())
+        #expect(await connection.waitForClose())
         #expect(handled.value.isEmpty, "the handler saw \(handled.value)")
         await server.stop()
     }
@@ -103,12 +103,12 @@ struct HostileClientTests {
     @Test("a well-formed chunked body reaches the handler whole, and the next request after it")
     func validChunkedBody() async throws {
         let server = try await Self.echoServer()
-        let connection = try TestConnection(port: server.port)
-        try connection.send(
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send(
             "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1a\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\n"
                 + "GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(try connection.readResponse().text == #"{"path":"/x","body":31}"#)
-        #expect(try connection.readResponse().text == #"{"path":"/next","body":0}"#)
+        #expect(try await connection.readResponse().text == #"{"path":"/x","body":31}"#)
+        #expect(try await connection.readResponse().text == #"{"path":"/next","body":0}"#)
         await server.stop()
     }
 
@@ -129,13 +129,13 @@ struct HostileClientTests {
     func ambiguousFraming(headers: String, answeredInJSON: Bool) async throws {
         let handled = Observed<[String]>([])
         let server = try await Self.echoServer(handled: handled)
-        let connection = try TestConnection(port: server.port)
-        try connection.send("POST /x HTTP/1.1\r\nHost: x\r\n\(headers)\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
-        let response = try connection.readResponse()
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send("POST /x HTTP/1.1\r\nHost: x\r\n\(headers)\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try await connection.readResponse()
         #expect(response.status == 400)
         #expect(response.header("Connection") == "close")
         if answeredInJSON { #expect(response.text.contains(#""code":"malformed_request""#)) }
-        #expect(connection.waitForClose())
+        #expect(await connection.waitForClose())
         #expect(handled.value.isEmpty, "the handler saw \(handled.value)")
         await server.stop()
     }
@@ -147,11 +147,11 @@ struct HostileClientTests {
     func bodiesEvhttpWouldLeaveUnread(request: String) async throws {
         let handled = Observed<[String]>([])
         let server = try await Self.echoServer(handled: handled)
-        let connection = try TestConnection(port: server.port)
-        try connection.send(request)
-        let response = try connection.readResponse(method: request.hasPrefix("HEAD") ? "HEAD" : "GET")
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send(request)
+        let response = try await connection.readResponse(method: request.hasPrefix("HEAD") ? "HEAD" : "GET")
         #expect(response.status == 400)
-        #expect(connection.waitForClose())
+        #expect(await connection.waitForClose())
         #expect(handled.value.isEmpty)
         await server.stop()
     }
@@ -161,12 +161,12 @@ struct HostileClientTests {
     @Test("a request must arrive whole within the timeout: one byte now and then does not hold a connection")
     func slowloris() async throws {
         let server = try await Self.echoServer(limits: .init(timeout: .milliseconds(400)))
-        let connection = try TestConnection(port: server.port)
+        let connection = try await TestConnection(port: server.port)
         let opened = ContinuousClock.now
         var closed = false
         for byte in "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa".utf8 {
-            guard connection.sendWhileTaken([byte], timeout: .milliseconds(100)) == 1 else { break }
-            if connection.waitForClose(within: .milliseconds(100)) {
+            guard await connection.sendWhileTaken([byte], timeout: .milliseconds(100)) == 1 else { break }
+            if await connection.waitForClose(within: .milliseconds(100)) {
                 closed = true
                 break
             }
@@ -180,12 +180,12 @@ struct HostileClientTests {
     @Test("a connection that sends nothing, or idles after an answer, is closed when the deadline passes")
     func idleConnections() async throws {
         let server = try await Self.echoServer(limits: .init(timeout: .milliseconds(300)))
-        let silent = try TestConnection(port: server.port)
-        let idle = try TestConnection(port: server.port)
-        try idle.sendRequest("GET", "/once")
-        #expect(try idle.readResponse().status == 200)
-        #expect(silent.waitForClose())
-        #expect(idle.waitForClose())
+        let silent = try await TestConnection(port: server.port)
+        let idle = try await TestConnection(port: server.port)
+        try await idle.sendRequest("GET", "/once")
+        #expect(try await idle.readResponse().status == 200)
+        #expect(await silent.waitForClose())
+        #expect(await idle.waitForClose())
         await server.stop()
     }
 
@@ -194,14 +194,15 @@ struct HostileClientTests {
         let server = try await Self.echoServer(limits: .init(timeout: .seconds(10), maxConnections: 2))
         let open = Observed(0)
         try await server.run { $0.onConnectionCountChange = { count in open.update { $0 = count } } }
-        let quiet = try (0..<2).map { _ in try TestConnection(port: server.port) }
+        var quiet: [TestConnection] = []
+        for _ in 0..<2 { quiet.append(try await TestConnection(port: server.port)) }
         #expect(await open.wait(timeout: .seconds(5)) { $0 == 2 })
-        let third = try TestHTTP.get(port: server.port, "/third")
+        let third = try await TestHTTP.get(port: server.port, "/third")
         #expect(third.status == 503)
         #expect(third.text.contains("too_many_connections"))
         for connection in quiet { connection.close() }
         #expect(await open.wait(timeout: .seconds(5)) { $0 == 0 })
-        #expect(try TestHTTP.get(port: server.port, "/again").status == 200)
+        #expect(try await TestHTTP.get(port: server.port, "/again").status == 200)
         await server.stop()
     }
 
@@ -210,12 +211,12 @@ struct HostileClientTests {
     @Test("HEAD answers carry the GET's Content-Length and no body: the next answer on the connection is intact")
     func headOnKeepAlive() async throws {
         let server = try await Self.echoServer()
-        let connection = try TestConnection(port: server.port)
-        try connection.send("HEAD /groups HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        let head = try connection.readResponse(method: "HEAD")
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send("HEAD /groups HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try await connection.readResponse(method: "HEAD")
         #expect(head.status == 200)
         #expect(head.header("Content-Length") == String(#"{"path":"/groups","body":0}"#.utf8.count))
-        #expect(try connection.readResponse().text == #"{"path":"/healthz","body":0}"#)
+        #expect(try await connection.readResponse().text == #"{"path":"/healthz","body":0}"#)
         await server.stop()
     }
 
@@ -227,10 +228,10 @@ struct HostileClientTests {
             request.write(Array("data: x\n\n".utf8))
             states.update { $0.append(request.state) }
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.send("HEAD /events HTTP/1.1\r\nHost: x\r\n\r\nHEAD /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send("HEAD /events HTTP/1.1\r\nHost: x\r\n\r\nHEAD /events HTTP/1.1\r\nHost: x\r\n\r\n")
         for _ in 0..<2 {
-            let head = try connection.readResponse(method: "HEAD")
+            let head = try await connection.readResponse(method: "HEAD")
             #expect(head.header("Content-Type") == "text/event-stream")
             #expect(head.header("Transfer-Encoding") == nil)
         }
@@ -245,9 +246,9 @@ struct HostileClientTests {
             request.write(Array("data: one\n\n".utf8))
             request.endStream()
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.send("GET /events HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-        let response = try connection.readResponse()
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send("GET /events HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let response = try await connection.readResponse()
         #expect(response.status == 200)
         #expect(response.header("Content-Length") == nil)
         #expect(response.header("Transfer-Encoding") == nil)
@@ -266,10 +267,10 @@ struct HostileClientTests {
                 request.respond(status: 200, json: #"{"late":true}"#)
             }
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.send("GET /slow HTTP/\(version)\r\nHost: x\r\n\r\n")
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send("GET /slow HTTP/\(version)\r\nHost: x\r\n\r\n")
         connection.finishSending()
-        let response = try connection.readResponse()
+        let response = try await connection.readResponse()
         #expect(response.status == 200)
         #expect(response.text == #"{"late":true}"#)
         #expect(disconnects.value == 0)
@@ -279,29 +280,29 @@ struct HostileClientTests {
     @Test("a half-closed event stream goes on when it has a liveness probe; a client that closes is still noticed at once")
     func halfClosedStream() async throws {
         let disconnects = Observed(0)
+        let streams = Observed<[LoopBound<ServerRequest>]>([])
         let server = try await TestServer.start { request, loop in
             request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
             request.livenessProbe = Array(": probe\n\n".utf8)
             request.onDisconnect = { disconnects.update { $0 += 1 } }
-            let scheduler = EventLoopScheduler(loop: loop)
-            scheduler.schedule(after: scheduler.now.advanced(by: .milliseconds(300))) {
-                request.write(Array("data: later\n\n".utf8))
-            }
+            streams.update { $0.append(LoopBound(request, loop: loop)) }
         }
-        let halfClosed = try TestConnection(port: server.port)
-        try halfClosed.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(try halfClosed.readHead().status == 200)
+        let halfClosed = try await TestConnection(port: server.port)
+        try await halfClosed.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try await halfClosed.readHead().status == 200)
         halfClosed.finishSending()
-        #expect(try halfClosed.readChunk() == Array(": probe\n\n".utf8))
-        #expect(try halfClosed.readChunk() == Array("data: later\n\n".utf8))
+        #expect(try await halfClosed.readChunk() == Array(": probe\n\n".utf8))
+        try await server.thread.run { _ in streams.value[0].value.write(Array("data: later\n\n".utf8)) }
+        #expect(try await halfClosed.readChunk() == Array("data: later\n\n".utf8))
         #expect(disconnects.value == 0)
-        let gone = try TestConnection(port: server.port)
-        try gone.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(try gone.readHead().status == 200)
+        let gone = try await TestConnection(port: server.port)
+        try await gone.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try await gone.readHead().status == 200)
         let closedAt = ContinuousClock.now
         gone.close()
         #expect(await disconnects.wait(timeout: .seconds(2)) { $0 == 1 })
         #expect(ContinuousClock.now - closedAt < .milliseconds(250))
+        try await server.thread.run { _ in for stream in streams.value { stream.release() } }
         await server.stop()
     }
 
@@ -312,8 +313,8 @@ struct HostileClientTests {
             peers.update { $0.append(request.peer.map { "\($0.host)" } ?? "none") }
             request.onDisconnect = { peers.update { $0.append(request.peer.map { "\($0.host)" } ?? "none") } }
         }
-        let connection = try TestConnection(port: server.port)
-        try connection.sendRequest("GET", "/pending")
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/pending")
         #expect(await peers.wait(timeout: .seconds(2)) { $0.count == 1 })
         connection.reset()
         #expect(await peers.wait(timeout: .seconds(2)) { $0.count == 2 })
@@ -326,16 +327,16 @@ struct HostileClientTests {
     @Test("after stopAccepting the port refuses connections, and answers on open connections close them")
     func stopAccepting() async throws {
         let server = try await TestServer.start { request, _ in request.respond(status: 200, json: "{}") }
-        let kept = try TestConnection(port: server.port)
-        try kept.sendRequest("GET", "/before")
-        #expect(try kept.readResponse().header("Connection") == nil)
+        let kept = try await TestConnection(port: server.port)
+        try await kept.sendRequest("GET", "/before")
+        #expect(try await kept.readResponse().header("Connection") == nil)
         try await server.run { $0.stopAccepting() }
-        #expect(throws: TestClientError.self) { try TestConnection(port: server.port) }
-        try kept.sendRequest("GET", "/during")
-        let during = try kept.readResponse()
+        await #expect(throws: TestClientError.self) { try await TestConnection(port: server.port) }
+        try await kept.sendRequest("GET", "/during")
+        let during = try await kept.readResponse()
         #expect(during.status == 200)
         #expect(during.header("Connection") == "close")
-        #expect(kept.waitForClose())
+        #expect(await kept.waitForClose())
         await server.stop()
     }
 }

@@ -44,15 +44,23 @@ struct HostileUpstreamTests {
         let harness = try await Harness(.init(defaultPoolCapacity: 1, defaultMaxQueue: 3))
         _ = try await harness.start(0, UpstreamRequest(base: base, path: "/busy"))
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.count == 1 })
-        for id in 1...3 { _ = try await harness.start(id, UpstreamRequest(base: base, path: "/wait", timeout: .milliseconds(200))) }
-        _ = try await harness.start(4, UpstreamRequest(base: base, path: "/refused"))
+        // Three wait, the fourth is refused: started in one loop turn, so none times out first.
+        let client = harness.client
+        let outcomes = harness.outcomes
+        try await harness.thread.run { _ in
+            for id in 1...4 {
+                let path = id == 4 ? "/refused" : "/wait"
+                client.value.execute(UpstreamRequest(base: base, path: path, timeout: id == 4 ? .seconds(10) : .seconds(1))) {
+                    outcome in outcomes.update { $0[id] = outcome }
+                }
+            }
+        }
         #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[4] != nil })
         #expect(failureKind(harness.outcomes.value[4]) == .saturated)
         #expect(harness.outcomes.value[1] == nil, "the refusal does not wait for the line")
         // The three waiting calls time out; the line is empty again and takes new calls.
         #expect(await harness.outcomes.wait(timeout: .seconds(5)) { outcomes in (1...3).allSatisfy { outcomes[$0] != nil } })
         #expect((1...3).allSatisfy { failureKind(harness.outcomes.value[$0]) == .timeout })
-        let client = harness.client
         #expect(try await harness.thread.run { _ in client.value.waitingCount(for: base) } == 0)
         for id in 5...7 { _ = try await harness.start(id, UpstreamRequest(base: base, path: "/wait", timeout: .milliseconds(100))) }
         #expect(await harness.outcomes.wait(timeout: .seconds(5)) { outcomes in (5...7).allSatisfy { outcomes[$0] != nil } })

@@ -61,13 +61,13 @@ struct GroupsJSONTests {
                 list: {path: /groups, items: result}
                 details: {path: "/groups/{id}/metadata", value: result}
             """)
-        let first = try TestConnection(port: service.port)
-        try first.sendRequest("GET", "/groups")
-        let second = try TestConnection(port: service.port)
-        try second.sendRequest("GET", "/groups")
+        let first = try await TestConnection(port: service.port)
+        try await first.sendRequest("GET", "/groups")
+        let second = try await TestConnection(port: service.port)
+        try await second.sendRequest("GET", "/groups")
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.count == 1 })
         let started = ContinuousClock.now
-        let refused = try service.get("/groups")
+        let refused = try await service.get("/groups")
         #expect(refused.status == 503)
         #expect(refused.error?.code == "upstream_saturated")
         #expect(refused.header("Retry-After") == "1")

@@ -105,15 +105,16 @@ struct ProcessTests {
         let service = try await ServiceProcess(yaml: Self.yaml(upstream: upstream.baseURL), openFileLimit: 48)
         // More connections than the service has descriptors for: the kernel queues the rest,
         // and every accept of them fails with EMFILE.
-        let burst = try (0..<80).map { _ in try TestConnection(port: service.port) }
+        var burst: [TestConnection] = []
+        for _ in 0..<80 { burst.append(try await TestConnection(port: service.port)) }
         let before = service.cpuTime
         try await Task.sleep(for: .seconds(1))  // a measurement window: no event marks "not spinning"
         let used = service.cpuTime - before
         #expect(used < .milliseconds(200), "the service used \(used) of CPU in one second while out of descriptors")
         for connection in burst { connection.close() }
-        let metrics = try TestHTTP.get(port: service.port, "/metrics")
+        let metrics = try await TestHTTP.get(port: service.port, "/metrics")
         #expect(metrics.text.contains(#"tributary_http_accept_paused_total{reason="EMFILE"}"#))
-        #expect(try TestHTTP.get(port: service.port, "/groups").text == fixture.mergedJSON)
+        #expect(try await TestHTTP.get(port: service.port, "/groups").text == fixture.mergedJSON)
         let warnings = service.output.value.components(separatedBy: "accepting paused").count - 1
         #expect(warnings == 1, "one warning per ten seconds, not one per failed accept")
         #expect(!service.output.value.contains("Too many open files\n[warn]"))
@@ -128,23 +129,23 @@ struct ProcessTests {
             request.path == "/groups" ? fixture.reply(to: request)! : fixture.reply(to: request, delay: .seconds(3))!
         }
         let service = try await ServiceProcess(yaml: Self.yaml(upstream: upstream.baseURL))
-        let kept = try TestConnection(port: service.port)
-        try kept.sendRequest("GET", "/healthz")
-        #expect(try kept.readResponse().header("Connection") == nil, "keep-alive before the stop")
-        let inFlight = try TestConnection(port: service.port)
-        try inFlight.sendRequest("GET", "/groups")
+        let kept = try await TestConnection(port: service.port)
+        try await kept.sendRequest("GET", "/healthz")
+        #expect(try await kept.readResponse().header("Connection") == nil, "keep-alive before the stop")
+        let inFlight = try await TestConnection(port: service.port)
+        try await inFlight.sendRequest("GET", "/groups")
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.path != "/groups" && $0.inFlight } })
         let exit = Task { await service.terminate() }
         #expect(await service.output.wait(timeout: .seconds(5)) { $0.contains("stopping") })
-        try kept.sendRequest("GET", "/groups", headers: [("Accept", "text/event-stream")])
-        let stream = try kept.readHead()
+        try await kept.sendRequest("GET", "/groups", headers: [("Accept", "text/event-stream")])
+        let stream = try await kept.readHead()
         #expect(stream.status == 200)
         #expect(stream.header("Connection") == "close")
         var events: [UInt8] = []
-        while let chunk = try kept.readChunk() { events += chunk }
+        while let chunk = try await kept.readChunk() { events += chunk }
         #expect(String(decoding: events, as: UTF8.self) == "retry: 2000\n")
-        #expect(kept.waitForClose())
-        #expect(try inFlight.readResponse().header("Connection") == "close")
+        #expect(await kept.waitForClose())
+        #expect(try await inFlight.readResponse().header("Connection") == "close")
         #expect(await exit.value == 0)
         await upstream.shutdown()
     }

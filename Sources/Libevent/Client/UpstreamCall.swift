@@ -107,6 +107,7 @@ public final class UpstreamCall {
             failAfterDispatch(connection, error(.connectionFailed, "evhttp_make_request failed"))
         } else {
             state = .inFlight(connection, request: raw)
+            connection.socketOpened()
         }
     }
 

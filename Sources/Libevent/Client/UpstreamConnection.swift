@@ -1,5 +1,6 @@
 import CEvhttpRequestFields
 import CLibevent
+import Glibc
 
 /// One `evhttp_connection` to an upstream origin: one request at a time, kept alive between
 /// requests by its ``ConnectionPool``. Freed in `deinit` (never inside its own callback:
@@ -21,6 +22,8 @@ final class UpstreamConnection {
     /// The call whose answer is read on this connection (weak: a finished call goes).
     private weak var call: UpstreamCall?
     private var inputWatch: OpaquePointer?
+    /// The last socket marked close-on-exec (a reconnect makes a new one).
+    private var markedSocket: Int32 = -1
 
     init?(loop: EventLoop, origin: BaseURL.Origin, dns: OpaquePointer?, tls: TLSContext?, limits: UpstreamClient.Configuration) {
         self.loop = loop
@@ -60,6 +63,16 @@ final class UpstreamConnection {
     func prepare(for call: UpstreamCall) {
         self.call = call
         evhttp_connection_set_max_body_size(evcon, min(call.request.maxResponseBytes, maxResponseBytes))
+    }
+
+    /// Marks a socket evhttp just made close-on-exec (libevent 2.1 makes client sockets
+    /// without it): a process the service's host starts must not keep an upstream connection
+    /// open after the service closed it.
+    func socketOpened() {
+        let socket = bufferevent_getfd(bufferEvent)
+        guard socket >= 0, socket != markedSocket else { return }
+        markedSocket = socket
+        _ = fcntl(socket, F_SETFD, fcntl(socket, F_GETFD) | FD_CLOEXEC)
     }
 
     /// Whether the socket is open (a reset connection reconnects on its next request).
