@@ -53,17 +53,43 @@ func freePort() (int, error) {
 // (TRIBUTARY_WORKERS), log level warning and its output in logPath, and waits (≤ 15 s) until
 // /healthz answers 200. Call it from the main goroutine (see the package comment).
 func StartService(bin, configPath, logPath string, workers int) (*Service, error) {
+	return StartServiceWith(ServiceOptions{Bin: bin, ConfigPath: configPath, LogPath: logPath, Workers: workers})
+}
+
+// ServiceOptions is how StartServiceWith runs the service.
+type ServiceOptions struct {
+	Bin, ConfigPath, LogPath string
+	Workers                  int      // TRIBUTARY_WORKERS; 0 leaves the configuration's
+	Args                     []string // more `serve` arguments, e.g. "--upstream", "tasks=URL"
+	OpenFiles                int      // > 0: started under `prlimit --nofile=N:N` (soft and hard limit)
+}
+
+// StartServiceWith runs `bin serve --config … --listen 127.0.0.1:PORT` (a free port, then
+// o.Args) with log level warning and its output in o.LogPath, and waits (≤ 15 s) until
+// /healthz answers 200. With o.OpenFiles, prlimit sets both open-file limits and then execs
+// the service, so the PID is the service's and it cannot raise its soft limit above N. Call it
+// from the main goroutine (see the package comment).
+func StartServiceWith(o ServiceOptions) (*Service, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	logFile, err := os.Create(logPath)
+	logFile, err := os.Create(o.LogPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--config", configPath, "--listen", addr)
-	cmd.Env = append(os.Environ(), "TRIBUTARY_LOG_LEVEL=warning", "TRIBUTARY_WORKERS="+strconv.Itoa(workers))
+	args := append([]string{"serve", "--config", o.ConfigPath, "--listen", addr}, o.Args...)
+	name := o.Bin
+	if o.OpenFiles > 0 {
+		args = append([]string{fmt.Sprintf("--nofile=%d:%d", o.OpenFiles, o.OpenFiles), "--", o.Bin}, args...)
+		name = "prlimit"
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "TRIBUTARY_LOG_LEVEL=warning")
+	if o.Workers > 0 {
+		cmd.Env = append(cmd.Env, "TRIBUTARY_WORKERS="+strconv.Itoa(o.Workers))
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// The main goroutine is locked to the main thread, which lives as long as this process:
@@ -73,7 +99,7 @@ func StartService(bin, configPath, logPath string, workers int) (*Service, error
 		logFile.Close()
 		return nil, err
 	}
-	s := &Service{PID: cmd.Process.Pid, Addr: addr, Port: port, logPath: logPath, exited: make(chan struct{})}
+	s := &Service{PID: cmd.Process.Pid, Addr: addr, Port: port, logPath: o.LogPath, exited: make(chan struct{})}
 	go func() {
 		s.exitErr = cmd.Wait()
 		logFile.Close()

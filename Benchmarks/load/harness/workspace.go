@@ -52,6 +52,18 @@ func (w *Workspace) StartService(bin, configPath, logName string, workers int) (
 	return s, err
 }
 
+// StartServiceWith starts the service as StartServiceWith does, its output in the file
+// logName of the directory (o.LogPath is ignored), and makes it the one an interrupt or
+// Close stops.
+func (w *Workspace) StartServiceWith(o ServiceOptions, logName string) (*Service, error) {
+	o.LogPath = filepath.Join(w.Dir, logName)
+	s, err := StartServiceWith(o)
+	if err == nil {
+		w.service.Store(s)
+	}
+	return s, err
+}
+
 // Close stops the service, if it still runs, and removes the directory unless it is kept.
 func (w *Workspace) Close() {
 	if s := w.service.Load(); s != nil {
