@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs one load tool of Benchmarks/load against a copy of the tributary binary:
 #
-#   Benchmarks/load/run-tool.sh TOOL [tool flags]      (TOOL: sse-scale, cancellation, soak)
+#   Benchmarks/load/run-tool.sh TOOL [tool flags]      (TOOL: sse-scale, cancellation, soak, attack)
 #
 # Benchmarks/sse-scale.sh, cancellation.sh and soak.sh call this; see them for what each tool
 # measures. The tool is built (Go standard library, no downloads) into Benchmarks/.build-go/.

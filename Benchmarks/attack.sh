@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Attack benchmark: GET /groups throughput (wrk -t2 -c64 -d10s) against the nginx fixture of
+# ../shared/bench (N=10 groups), without and then with these attacks running at once, each a
+# bounded number of loopback connections for a bounded time: 200 event streams flooding the
+# service with bytes, 200 chunked POSTs with an endless chunk-size line, 500 slowloris
+# connections, and a burst of 2,048 silent connections beyond the service's open-file limit
+# (the service runs under `prlimit --nofile=2048:2048`). Then two checks: HEAD then GET on one
+# keep-alive connection (no desync), and an upstream on port 0 (no crash).
+#
+# Goals (the hardening issue's): no crash; RSS ≤ idle RSS + 64 MiB throughout; throughput
+# under attack ≥ 80% of the same run without; every service thread back to idle (< 5% of a
+# core over 200 ms) within 2 s after the attacks stop. Prints a table per round, medians,
+# and a PASS/FAIL line per goal; exit status 0 only if all pass.
+#
+#   Benchmarks/attack.sh                             3 rounds, ~2-3 min after the builds
+#   Benchmarks/attack.sh -rounds 1 -attacks fds      one attack alone (flood,chunks,slowloris,fds)
+#   Benchmarks/attack.sh -flood 200 -flood-rate 64 -chunks 200 -slowloris 500 -fds 2048 -fd-limit 2048
+#
+# Every flag is the tool's (Benchmarks/load/attack/, Go standard library; method and flags in
+# its README.md). The service is the release build (`swift build -c release --product
+# tributary`, or TRIBUTARY_BIN=path) with the shipped config/tributary.yaml, its upstreams
+# pointed at the fixture, access log off (TRIBUTARY_LOG_LEVEL=warning). Env: N=10 (groups),
+# BENCH_SOURCE (default ../shared/bench next to this repository), UPSTREAM_PORT (default: a
+# free one), QUIET_MAX=15 QUIET_WAIT=30 (before each round, wait at most QUIET_WAIT s for the
+# machine to be at most QUIET_MAX% busy). nginx is stopped by the PID in its pid file and the
+# tool by its PID on exit, Ctrl-C included; the tool stops the services it starts by PID.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bench=${BENCH_SOURCE:-$root/../shared/bench}
+groups=${N:-10}
+command -v wrk >/dev/null || { echo "wrk is missing (apt-get install wrk)" >&2; exit 1; }
+command -v nginx >/dev/null || { echo "nginx is missing (apt-get install nginx-light)" >&2; exit 1; }
+command -v prlimit >/dev/null || { echo "prlimit is missing (util-linux)" >&2; exit 1; }
+[ -x "$bench/upstream/run-upstream.sh" ] || { echo "no nginx fixture at $bench/upstream (set BENCH_SOURCE)" >&2; exit 1; }
+
+port=${UPSTREAM_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+work=$(mktemp -d /tmp/tributary-attack-fixture.XXXXXX)
+started=
+cleanup() {
+    if [ -n "$started" ]; then
+        "$bench/upstream/stop-upstream.sh" "$port" >/dev/null 2>&1 || true
+        rm -rf "/tmp/bench-upstream-$port"
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+python3 "$bench/upstream/gen.py" "$groups" "$work/fixtures" >/dev/null
+chmod -R a+rX "$work"   # nginx workers run unprivileged
+started=1
+"$bench/upstream/run-upstream.sh" "$port" "$work/fixtures" >/dev/null
+nginx_pid=$(cat "/tmp/bench-upstream-$port/nginx.pid")
+
+"$root/Benchmarks/load/run-tool.sh" attack -config "$root/config/tributary.yaml" \
+    -upstream "http://127.0.0.1:$port" -upstream-pid "$nginx_pid" -expected "$work/fixtures/expected.json" "$@"

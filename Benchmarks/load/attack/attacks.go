@@ -1,0 +1,388 @@
+package main
+
+// The attacks: raw bytes over loopback sockets, each a bounded number of connections for a
+// bounded time. Every connection is made once (no reconnects) and closed at the attack's end.
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// attackStats is what one attack did and saw in one round.
+type attackStats struct {
+	name      string
+	planned   int
+	connected atomic.Int64 // connections established
+	dialFails atomic.Int64 // connects that failed or timed out
+	opened    atomic.Int64 // flood: 200 answers with the stream's first bytes
+	bytes     atomic.Int64 // bytes the attack wrote
+
+	mu       sync.Mutex
+	closedAt []time.Duration // when the service closed (or reset) a connection, since the attack began
+	answers  map[string]int  // status lines the service answered with
+	started  time.Time
+	stopped  time.Time // the attack's last connection closed
+}
+
+func newStats(name string, planned int) *attackStats {
+	return &attackStats{name: name, planned: planned, answers: map[string]int{}}
+}
+
+// serviceClosed records that the service closed a connection now.
+func (s *attackStats) serviceClosed() {
+	s.mu.Lock()
+	s.closedAt = append(s.closedAt, time.Since(s.started))
+	s.mu.Unlock()
+}
+
+func (s *attackStats) answered(statusLine string) {
+	s.mu.Lock()
+	s.answers[statusLine]++
+	s.mu.Unlock()
+}
+
+// medianClose is the median time from the attack's start to the service closing one of its
+// connections (0 if it closed none).
+func (s *attackStats) medianClose() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.closedAt) == 0 {
+		return 0
+	}
+	sorted := append([]time.Duration(nil), s.closedAt...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	return sorted[len(sorted)/2]
+}
+
+func (s *attackStats) closedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.closedAt)
+}
+
+func (s *attackStats) answerSummary() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.answers) == 0 {
+		return "none"
+	}
+	var parts []string
+	for line, count := range s.answers {
+		parts = append(parts, strings.TrimPrefix(line, "HTTP/1.1 ")+" ×"+strconv.Itoa(count))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// limiter spaces writes so that all its users together write at most `rate` bytes/s. It
+// never lets unused time accumulate into a burst. A nil limiter lets everything through.
+type limiter struct {
+	mu        sync.Mutex
+	next      time.Time
+	nsPerByte float64
+}
+
+func newLimiter(mibPerSecond float64) *limiter {
+	if mibPerSecond <= 0 {
+		return nil
+	}
+	return &limiter{nsPerByte: 1e9 / (mibPerSecond * 1024 * 1024)}
+}
+
+// wait sleeps until n more bytes may be written; false if that is after the deadline.
+func (l *limiter) wait(n int, deadline time.Time) bool {
+	if l == nil {
+		return time.Now().Before(deadline)
+	}
+	l.mu.Lock()
+	now := time.Now()
+	if l.next.Before(now) {
+		l.next = now
+	}
+	at := l.next
+	l.next = l.next.Add(time.Duration(float64(n) * l.nsPerByte))
+	l.mu.Unlock()
+	if !at.Before(deadline) {
+		return false
+	}
+	time.Sleep(time.Until(at))
+	return true
+}
+
+// dialAll opens n connections to addr, `parallel` connects at a time, each given `timeout`,
+// calls each(i, conn) for every one established (in the dialling goroutine), and returns
+// once every connect has ended. It stops dialling at the deadline.
+func dialAll(addr string, n, parallel int, timeout time.Duration, deadline time.Time, st *attackStats,
+	each func(i int, conn net.Conn)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	if parallel > n {
+		parallel = n
+	}
+	for g := 0; g < parallel; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || !time.Now().Before(deadline) {
+					return
+				}
+				conn, err := net.DialTimeout("tcp", addr, timeout)
+				if err != nil {
+					st.dialFails.Add(1)
+					continue
+				}
+				st.connected.Add(1)
+				each(i, conn)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// connSet holds an attack's connections so that it can close them all at its end.
+type connSet struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (c *connSet) add(conn net.Conn) {
+	c.mu.Lock()
+	c.conns = append(c.conns, conn)
+	c.mu.Unlock()
+}
+
+func (c *connSet) closeAll() {
+	c.mu.Lock()
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+	c.mu.Unlock()
+}
+
+// watch reads what the service sends on conn until it closes the connection (recorded as a
+// close by the service, with the status line of any answer) or the attack closes it.
+func watch(conn net.Conn, st *attackStats, ours *atomic.Bool) {
+	reader := bufio.NewReaderSize(conn, 512)
+	line, err := reader.ReadString('\n')
+	if line != "" && strings.HasPrefix(line, "HTTP/") {
+		st.answered(strings.TrimSpace(line))
+	}
+	if err == nil {
+		_, err = reader.Discard(1 << 30)
+	}
+	if err != nil && !ours.Load() && !errors.Is(err, net.ErrClosed) {
+		st.serviceClosed()
+	}
+}
+
+// writeError classifies an error of a write: the deadline (the attack's end) or the service
+// having closed the connection.
+func writeError(err error) (deadline bool) {
+	return errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// attackSpec is one attack's configuration for a round.
+type attackSpec struct {
+	count    int
+	duration time.Duration
+	rate     float64       // MiB/s for all its connections together (flood, chunks); 0: no cap
+	interval time.Duration // slowloris: between two bytes of one connection
+}
+
+// MARK: - Flooding event streams
+
+// flood opens event streams of /groups, reads each stream's first bytes, then writes bytes
+// into the connection as fast as the socket takes them (within the rate cap) until the end.
+func flood(addr string, spec attackSpec, start time.Time, st *attackStats, connected *sync.WaitGroup) {
+	st.started = start
+	end := st.started.Add(spec.duration)
+	limit := newLimiter(spec.rate)
+	payload := []byte(strings.Repeat("flood-", 16384/6+1)[:16384])
+	request := []byte("GET /groups HTTP/1.1\r\nHost: " + addr + "\r\nAccept: text/event-stream\r\n\r\n")
+	var conns connSet
+	var writers sync.WaitGroup
+	dialAll(addr, spec.count, 32, 2*time.Second, end, st, func(i int, conn net.Conn) {
+		conns.add(conn)
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			conn.SetDeadline(time.Now().Add(3 * time.Second))
+			if _, err := conn.Write(request); err != nil {
+				st.serviceClosed()
+				return
+			}
+			first := make([]byte, 512)
+			n, err := conn.Read(first)
+			if n > 0 {
+				line := string(first[:n])
+				if cut := strings.IndexByte(line, '\r'); cut > 0 {
+					line = line[:cut]
+				}
+				st.answered(line)
+				if strings.HasPrefix(line, "HTTP/1.1 200") {
+					st.opened.Add(1)
+				}
+			}
+			if err != nil {
+				st.serviceClosed()
+				return
+			}
+			conn.SetDeadline(end)
+			for limit.wait(len(payload), end) {
+				n, err := conn.Write(payload)
+				st.bytes.Add(int64(n))
+				if err != nil {
+					if !writeError(err) {
+						st.serviceClosed()
+					}
+					return
+				}
+			}
+		}()
+	})
+	connected.Done()
+	writers.Wait()
+	time.Sleep(time.Until(end))
+	conns.closeAll()
+	st.stopped = time.Now()
+}
+
+// MARK: - Endless chunk-size lines
+
+// chunks sends a chunked POST's head, then '0' bytes forever: a chunk-size line that never
+// ends.
+func chunks(addr string, spec attackSpec, start time.Time, st *attackStats, connected *sync.WaitGroup) {
+	st.started = start
+	end := st.started.Add(spec.duration)
+	limit := newLimiter(spec.rate)
+	payload := []byte(strings.Repeat("0", 4096))
+	head := []byte("POST /streams/00000000000000000000000000000000/inputs/q HTTP/1.1\r\nHost: " + addr +
+		"\r\nTransfer-Encoding: chunked\r\n\r\n")
+	var conns connSet
+	var writers sync.WaitGroup
+	var ours atomic.Bool
+	dialAll(addr, spec.count, 32, 2*time.Second, end, st, func(i int, conn net.Conn) {
+		conns.add(conn)
+		writers.Add(1)
+		go watch(conn, st, &ours)
+		go func() {
+			defer writers.Done()
+			conn.SetWriteDeadline(end)
+			if _, err := conn.Write(head); err != nil {
+				return
+			}
+			for limit.wait(len(payload), end) {
+				n, err := conn.Write(payload)
+				st.bytes.Add(int64(n))
+				if err != nil {
+					return // watch records a close by the service
+				}
+			}
+		}()
+	})
+	connected.Done()
+	writers.Wait()
+	time.Sleep(time.Until(end))
+	ours.Store(true)
+	conns.closeAll()
+	st.stopped = time.Now()
+}
+
+// MARK: - Slowloris
+
+// slowloris connects and sends a request head one byte per interval on each connection,
+// never finishing it: after the request line and Host, an endless header value.
+func slowloris(addr string, spec attackSpec, start time.Time, st *attackStats, connected *sync.WaitGroup) {
+	st.started = start
+	end := st.started.Add(spec.duration)
+	head := "GET /groups HTTP/1.1\r\nHost: " + addr + "\r\nX-Slow: "
+	byteAt := func(k int) byte {
+		if k < len(head) {
+			return head[k]
+		}
+		return 'a'
+	}
+	var conns connSet
+	var ours atomic.Bool
+	live := make([]net.Conn, spec.count)
+	sent := make([]int, spec.count)
+	var liveMu sync.Mutex
+	dialAll(addr, spec.count, 32, 2*time.Second, end, st, func(i int, conn net.Conn) {
+		conns.add(conn)
+		conn.SetWriteDeadline(time.Now().Add(time.Second))
+		if n, _ := conn.Write([]byte{byteAt(0)}); n == 1 {
+			st.bytes.Add(1)
+		}
+		liveMu.Lock()
+		live[i] = conn
+		sent[i] = 1
+		liveMu.Unlock()
+		go watch(conn, st, &ours)
+	})
+	connected.Done()
+	// One goroutine for all: every 10 ms the next slice of connections gets its next byte,
+	// so each connection gets one byte per interval.
+	tick := 10 * time.Millisecond
+	perTick := float64(spec.count) * float64(tick) / float64(spec.interval)
+	budget := 0.0
+	ticker := time.NewTicker(tick)
+	next := 0
+	for now := range ticker.C {
+		if !now.Before(end) {
+			break
+		}
+		budget += perTick
+		liveMu.Lock()
+		for ; budget >= 1 && spec.count > 0; budget-- {
+			i := next % spec.count
+			next++
+			if live[i] == nil {
+				continue
+			}
+			live[i].SetWriteDeadline(now.Add(100 * time.Millisecond))
+			if n, err := live[i].Write([]byte{byteAt(sent[i])}); n == 1 {
+				st.bytes.Add(1)
+				sent[i]++
+			} else if err != nil {
+				live[i] = nil // watch records the close
+			}
+		}
+		liveMu.Unlock()
+	}
+	ticker.Stop()
+	ours.Store(true)
+	conns.closeAll()
+	st.stopped = time.Now()
+}
+
+// MARK: - Descriptor exhaustion
+
+// descriptors opens connections in a burst (beyond the service's open-file limit: the rest
+// wait in its accept queue or time out) and holds them, silent, until the end. The burst
+// begins once the other attacks have connected (so that they are not the ones starved) and
+// ends with them, at start + duration.
+func descriptors(addr string, spec attackSpec, start time.Time, st *attackStats) {
+	st.started = start
+	end := st.started.Add(spec.duration)
+	var conns connSet
+	var ours atomic.Bool
+	dialAll(addr, spec.count, 64, time.Second, end, st, func(i int, conn net.Conn) {
+		conns.add(conn)
+		go watch(conn, st, &ours)
+	})
+	time.Sleep(time.Until(end))
+	ours.Store(true)
+	conns.closeAll()
+	st.stopped = time.Now()
+}

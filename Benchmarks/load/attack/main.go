@@ -1,0 +1,602 @@
+// attack: GET /groups throughput (wrk) with and without attacks running at the same time,
+// against the release service with its shipped configuration and the nginx fixture of
+// ../shared/bench as its `tasks` upstream (Benchmarks/attack.sh starts that fixture).
+//
+// Per round, on a fresh service started with a low open-file limit (prlimit, soft = hard):
+// warm-up, idle RSS, then wrk alone (baseline), then the same wrk with these attacks at once
+// (each a bounded number of connections for a bounded time, raw bytes over loopback):
+//
+//	flood      event streams of /groups that, after the stream's first bytes, write bytes into
+//	           the connection as fast as the socket takes them (within -flood-rate)
+//	chunks     chunked POSTs whose chunk-size line never ends: '0' bytes forever
+//	slowloris  request heads sent one byte per -slowloris-interval, never finished
+//	fds        a burst of silent connections beyond the service's open-file limit, held
+//
+// The service's RSS and each of its threads' CPU time are read every 100 ms throughout;
+// after the attacks stop, the time until every thread is idle again. Goals (the hardening
+// issue's): no crash; RSS ≤ idle + 64 MiB throughout; throughput under attack ≥ 80% of the
+// baseline; every thread idle within 2 s of the attacks' end. Then two checks on fresh
+// services: a HEAD then a GET on one keep-alive connection (no desync), and an upstream URL
+// on port 0 (no crash). Exit status 0 only if every goal and check passed.
+//
+//	attack -bin PATH -config config/tributary.yaml -upstream http://127.0.0.1:PORT [-rounds 3]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"tributary/benchmarks/load/harness"
+)
+
+type options struct {
+	bin, config, upstream, expected string
+	rounds                          int
+	fdLimit                         int
+	wrkThreads, wrkConnections      int
+	wrkDuration, attackDelay        time.Duration
+	warmup                          time.Duration
+	attacks                         map[string]bool
+	flood, chunks, slowloris, fds   attackSpec
+	idlePercent                     float64
+	idleWindow, idleHold            time.Duration
+	recoveryGoal, recoveryMax       time.Duration
+	rssGoalMiB                      int
+	throughputGoal                  float64
+	checks                          bool
+	upstreamPID                     int
+}
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("attack: ")
+	var o options
+	flag.StringVar(&o.bin, "bin", "", "the tributary binary (required)")
+	flag.StringVar(&o.config, "config", "config/tributary.yaml", "the service's configuration (the shipped one)")
+	flag.StringVar(&o.upstream, "upstream", "", "the tasks upstream, http://127.0.0.1:PORT (the nginx fixture; required)")
+	flag.IntVar(&o.upstreamPID, "upstream-pid", 0, "the upstream's (nginx master's) PID: its and its children's CPU is reported")
+	flag.StringVar(&o.expected, "expected", "", "the fixture's expected.json: GET /groups must answer exactly this")
+	flag.IntVar(&o.rounds, "rounds", 3, "baseline + attack pairs, each on a fresh service; medians are reported")
+	flag.IntVar(&o.fdLimit, "fd-limit", 2048, "the service's open-file limit (soft and hard, via prlimit)")
+	flag.IntVar(&o.wrkThreads, "wrk-threads", 2, "wrk -t")
+	flag.IntVar(&o.wrkConnections, "wrk-connections", 64, "wrk -c")
+	flag.DurationVar(&o.wrkDuration, "wrk-duration", 10*time.Second, "wrk -d (whole seconds)")
+	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "wrk warm-up on each fresh service, before the idle RSS")
+	flag.DurationVar(&o.attackDelay, "attack-delay", 500*time.Millisecond, "the attacks begin this long after wrk (whose connections are open by then)")
+	only := flag.String("attacks", "flood,chunks,slowloris,fds", "the attacks to run, comma-separated")
+	flag.IntVar(&o.flood.count, "flood", 200, "flooding event streams")
+	flag.DurationVar(&o.flood.duration, "flood-duration", 12*time.Second, "how long the flooding streams run")
+	flag.Float64Var(&o.flood.rate, "flood-rate", 64, "MiB/s the flooding streams write in all, at most (0: as fast as the sockets take)")
+	flag.IntVar(&o.chunks.count, "chunks", 200, "connections sending an endless chunk-size line")
+	flag.DurationVar(&o.chunks.duration, "chunks-duration", 12*time.Second, "how long they run")
+	flag.Float64Var(&o.chunks.rate, "chunks-rate", 16, "MiB/s they write in all, at most (0: as fast as the sockets take)")
+	flag.IntVar(&o.slowloris.count, "slowloris", 500, "slowloris connections")
+	flag.DurationVar(&o.slowloris.duration, "slowloris-duration", 12*time.Second, "how long they run")
+	flag.DurationVar(&o.slowloris.interval, "slowloris-interval", 3*time.Second, "between two bytes of one slowloris connection")
+	flag.IntVar(&o.fds.count, "fds", 2048, "connections of the descriptor-exhaustion burst")
+	flag.DurationVar(&o.fds.duration, "fds-duration", 12*time.Second, "how long the burst's connections are held")
+	flag.Float64Var(&o.idlePercent, "idle-percent", 5, "a thread is idle below this % of one core over -idle-window")
+	flag.DurationVar(&o.idleWindow, "idle-window", 200*time.Millisecond, "the window of the idle test")
+	flag.DurationVar(&o.idleHold, "idle-hold", time.Second, "recovered = idle windows for at least this long in a row")
+	flag.DurationVar(&o.recoveryGoal, "recovery-goal", 2*time.Second, "goal: every thread idle within this after the attacks stop")
+	flag.DurationVar(&o.recoveryMax, "recovery-max", 10*time.Second, "stop waiting for idle after this")
+	flag.IntVar(&o.rssGoalMiB, "rss-goal", 64, "goal: RSS at most idle RSS + this many MiB throughout")
+	flag.Float64Var(&o.throughputGoal, "throughput-goal", 80, "goal: req/s under attack at least this % of the baseline")
+	flag.BoolVar(&o.checks, "checks", true, "then the HEAD/GET desync and port-0 upstream checks")
+	procs := flag.Int("procs", 1, "GOMAXPROCS of this tool: at most this many cores run the attacks")
+	keep := flag.Bool("keep", false, "keep the work directory (service logs)")
+	quietMax := flag.Int("quiet-max", harness.EnvInt("QUIET_MAX", 15), "before each round, wait until the machine is at most this % busy (env QUIET_MAX)")
+	quietWait := flag.Duration("quiet-wait", time.Duration(harness.EnvInt("QUIET_WAIT", 30))*time.Second, "but no longer than this (env QUIET_WAIT, seconds)")
+	flag.Parse()
+	if o.bin == "" || o.upstream == "" || !strings.HasPrefix(o.upstream, "http://127.0.0.1:") {
+		fmt.Fprintln(os.Stderr, "usage: attack -bin PATH -upstream http://127.0.0.1:PORT [-config FILE] [-rounds 3] [flags]")
+		os.Exit(2)
+	}
+	o.attacks = map[string]bool{}
+	for _, name := range strings.Split(*only, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "flood", "chunks", "slowloris", "fds":
+			o.attacks[name] = true
+		case "", "none":
+		default:
+			log.Fatalf("unknown attack %q (flood, chunks, slowloris, fds)", name)
+		}
+	}
+	if o.slowloris.interval <= 0 || o.rounds < 1 || o.fdLimit < 0 || o.wrkDuration < time.Second {
+		log.Fatal("-slowloris-interval must be > 0, -rounds ≥ 1, -fd-limit ≥ 0 (0: the inherited limit), -wrk-duration ≥ 1s")
+	}
+	runtime.GOMAXPROCS(*procs)
+	need := 100
+	for name, spec := range map[string]attackSpec{"flood": o.flood, "chunks": o.chunks, "slowloris": o.slowloris, "fds": o.fds} {
+		if o.attacks[name] {
+			need += spec.count
+		}
+	}
+	harness.Check(harness.RaiseFileLimit(need))
+	work, err := harness.NewWorkspace("attack", *keep)
+	harness.Check(err)
+	defer work.Close()
+
+	fmt.Printf("attack: %d rounds; wrk -t%d -c%d -d%s on /groups, upstream %s; service %s, shipped config %s, open files %d:%d\n",
+		o.rounds, o.wrkThreads, o.wrkConnections, o.wrkDuration, o.upstream, o.bin, o.config, o.fdLimit, o.fdLimit)
+	fmt.Printf("attacks from wrk's start + %s: %s\n", o.attackDelay, describeAttacks(o))
+	fmt.Printf("this tool runs on GOMAXPROCS=%d; machine: %d cores\n", *procs, runtime.NumCPU())
+
+	var rounds []roundResult
+	for r := 1; r <= o.rounds; r++ {
+		harness.WaitQuiet(*quietMax, *quietWait)
+		result := runRound(work, o, r)
+		printRound(o, result)
+		rounds = append(rounds, result)
+		if result.fatal != nil {
+			break
+		}
+	}
+	var checks []checkResult
+	if o.checks {
+		checks = runChecks(work, o)
+	}
+	if !summarize(o, rounds, checks) {
+		work.Close()
+		os.Exit(1)
+	}
+}
+
+func describeAttacks(o options) string {
+	var parts []string
+	if o.attacks["flood"] {
+		parts = append(parts, fmt.Sprintf("flood %d streams × %s (≤ %s in all)", o.flood.count, o.flood.duration, rate(o.flood.rate)))
+	}
+	if o.attacks["chunks"] {
+		parts = append(parts, fmt.Sprintf("chunks %d × %s (≤ %s in all)", o.chunks.count, o.chunks.duration, rate(o.chunks.rate)))
+	}
+	if o.attacks["slowloris"] {
+		parts = append(parts, fmt.Sprintf("slowloris %d × %s (1 byte per %s each)", o.slowloris.count, o.slowloris.duration, o.slowloris.interval))
+	}
+	if o.attacks["fds"] {
+		parts = append(parts, fmt.Sprintf("fds burst %d × %s", o.fds.count, o.fds.duration))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func rate(mib float64) string {
+	if mib <= 0 {
+		return "no cap"
+	}
+	return fmt.Sprintf("%g MiB/s", mib)
+}
+
+// MARK: - One round
+
+type phaseResult struct {
+	wrk     wrkResult
+	usage   usage
+	peakKiB int
+	elapsed time.Duration
+}
+
+type roundResult struct {
+	round           int
+	idleKiB         int
+	threads         int
+	baseline, under phaseResult
+	alone           phaseResult // the attacks after wrk's end, without legitimate load
+	attacks         []*attackStats
+	recovered       bool
+	attacksEnded    time.Time
+	wrkOutlasted    bool // wrk ended after the attacks, so recovery counts from wrk's end
+	recovery        time.Duration
+	finalKiB        int
+	logBytes        int64 // the service's output (warnings and errors only) in the round
+	crashed         bool
+	crash           string
+	fatal           error // the round could not run at all
+}
+
+func (r roundResult) ratio() float64 {
+	if r.baseline.wrk.rps <= 0 {
+		return 0
+	}
+	return 100 * r.under.wrk.rps / r.baseline.wrk.rps
+}
+
+func (r roundResult) peakDeltaMiB() float64 {
+	peak := r.baseline.peakKiB
+	if r.under.peakKiB > peak {
+		peak = r.under.peakKiB
+	}
+	if r.finalKiB > peak {
+		peak = r.finalKiB
+	}
+	return float64(peak-r.idleKiB) / 1024
+}
+
+// phase is what the samples between from and to show.
+func phase(samples []sample, from, to time.Time) phaseResult {
+	within := between(samples, from, to)
+	return phaseResult{usage: phaseUsage(within), peakKiB: peakRSS(within), elapsed: to.Sub(from)}
+}
+
+func runRound(work *harness.Workspace, o options, round int) (r roundResult) {
+	r.round = round
+	logName := fmt.Sprintf("service-%d.log", round)
+	logPath := filepath.Join(work.Dir, logName)
+	s, err := work.StartServiceWith(harness.ServiceOptions{
+		Bin: o.bin, ConfigPath: o.config, OpenFiles: o.fdLimit,
+		Args: []string{"--upstream", "tasks=" + o.upstream, "--upstream", "media=" + o.upstream, "--upstream", "search=" + o.upstream},
+	}, logName)
+	if err != nil {
+		r.fatal = err
+		return r
+	}
+	defer func() {
+		// A clean SIGTERM exits 0; a crash (the runtime may still be writing its backtrace
+		// when SIGTERM comes) or a stop that needed SIGKILL does not.
+		diedAlone := !s.Alive()
+		s.Stop()
+		if code := s.ExitCode(); diedAlone || code != 0 {
+			r.crashed = true
+			when := "during the round"
+			if !diedAlone {
+				when = "at SIGTERM"
+			}
+			r.crash = fmt.Sprintf("exit %d %s (%v): %s", code, when, s.ExitErr(), crashSummary(logPath))
+		}
+		if info, err := os.Stat(logPath); err == nil {
+			r.logBytes = info.Size()
+		}
+	}()
+	if err := checkBody(s, o.expected); err != nil {
+		r.fatal = err
+		return r
+	}
+	url := "http://" + s.Addr + "/groups"
+	if o.warmup > 0 {
+		runWrk(url, o.wrkThreads, o.wrkConnections, o.warmup)
+	}
+	time.Sleep(time.Second)
+	r.idleKiB = s.RSSKiB()
+	r.threads = len(s.ThreadCPU())
+	var upstreamPIDs []int
+	if o.upstreamPID > 0 {
+		upstreamPIDs = processTree(o.upstreamPID)
+	}
+	sm := startSampler(s, upstreamPIDs, 100*time.Millisecond)
+
+	// Baseline: wrk alone.
+	from := time.Now()
+	wrk := runWrk(url, o.wrkThreads, o.wrkConnections, o.wrkDuration)
+	r.baseline = phase(sm.snapshot(), from, time.Now())
+	r.baseline.wrk = wrk
+	time.Sleep(time.Second)
+
+	// Under attack: the same wrk; the attacks from attackDelay on.
+	from = time.Now()
+	var wrkEnded time.Time
+	var wrkDone sync.WaitGroup
+	wrkDone.Add(1)
+	go func() {
+		defer wrkDone.Done()
+		wrk = runWrk(url, o.wrkThreads, o.wrkConnections, o.wrkDuration)
+		wrkEnded = time.Now()
+	}()
+	time.Sleep(o.attackDelay)
+	r.attacks = runAttacks(s.Addr, o)
+	r.attacksEnded = time.Now()
+	wrkDone.Wait()
+	// Idle is judged once the attacks have stopped and wrk has ended (by default wrk ends
+	// first: the attacks run past it).
+	stopped := time.Now()
+	r.wrkOutlasted = stopped.Sub(r.attacksEnded) > 100*time.Millisecond
+	// Recovery: until every thread has been idle for idleHold, or recoveryMax.
+	for time.Since(stopped) < o.recoveryMax+o.idleHold && s.Alive() {
+		time.Sleep(200 * time.Millisecond)
+		if d, ok := recovery(sm.snapshot(), stopped, o.idleWindow, o.idlePercent, o.idleHold); ok {
+			r.recovered, r.recovery = true, d
+			break
+		}
+	}
+	samples := sm.Stop()
+	r.under = phase(samples, from, wrkEnded)
+	r.under.wrk = wrk
+	r.under.peakKiB = peakRSS(between(samples, from, time.Now())) // throughout: up to the end of recovery
+	if aloneFrom := wrkEnded.Add(200 * time.Millisecond); r.attacksEnded.Sub(aloneFrom) >= 500*time.Millisecond {
+		r.alone = phase(samples, aloneFrom, r.attacksEnded)
+	}
+	r.finalKiB = s.RSSKiB()
+	if !s.Alive() {
+		r.recovered = false
+	}
+	return r
+}
+
+// runAttacks runs the selected attacks at once and returns when all have closed their
+// connections. The descriptor burst begins once the others have connected.
+func runAttacks(addr string, o options) []*attackStats {
+	start := time.Now()
+	var all []*attackStats
+	var done, connected sync.WaitGroup
+	launch := func(name string, spec attackSpec, run func(string, attackSpec, time.Time, *attackStats, *sync.WaitGroup)) {
+		if !o.attacks[name] {
+			return
+		}
+		st := newStats(name, spec.count)
+		all = append(all, st)
+		done.Add(1)
+		connected.Add(1)
+		go func() {
+			defer done.Done()
+			run(addr, spec, start, st, &connected)
+		}()
+	}
+	launch("flood", o.flood, flood)
+	launch("chunks", o.chunks, chunks)
+	launch("slowloris", o.slowloris, slowloris)
+	if o.attacks["fds"] {
+		st := newStats("fds", o.fds.count)
+		all = append(all, st)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			waitTimeout(&connected, 3*time.Second)
+			descriptors(addr, o.fds, start, st)
+		}()
+	}
+	done.Wait()
+	return all
+}
+
+func waitTimeout(wg *sync.WaitGroup, limit time.Duration) {
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(limit):
+	}
+}
+
+// crashSummary is the lines of a service log that say why it died (the runtime's or libc's
+// message and the crashed thread), and how many accept() EMFILE warnings it holds.
+func crashSummary(path string) string {
+	data, _ := os.ReadFile(path)
+	var picked []string
+	emfile := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		lower := strings.ToLower(line)
+		if strings.Contains(lower, "too many open files") {
+			emfile++
+			continue
+		}
+		if len(picked) == 4 {
+			continue
+		}
+		for _, mark := range []string{"double free", "fatal error", "program crashed", "crashed:", "assertion", "corrupted", "free():", "malloc", "segmentation", "out of memory", "precondition"} {
+			if strings.Contains(lower, mark) {
+				picked = append(picked, strings.TrimSpace(line))
+				break
+			}
+		}
+	}
+	if len(picked) == 0 {
+		picked = append(picked, lastLines(string(data), 1))
+	}
+	if emfile > 0 {
+		picked = append(picked, fmt.Sprintf("(and %d 'Too many open files' warnings)", emfile))
+	}
+	return strings.Join(picked, " | ")
+}
+
+func lastLines(text string, n int) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// MARK: - Reports
+
+// noisy is the CPU, in % of one core, that other processes may use during a phase before the
+// report calls it noisy ("rest": the machine's busy time minus the service, this tool, wrk and
+// the upstream).
+const noisy = 30
+
+func mib(kib int) string {
+	if kib < 0 {
+		return "gone"
+	}
+	return fmt.Sprintf("%.1f", float64(kib)/1024)
+}
+
+func threadList(u usage) string {
+	var tids []int
+	for tid := range u.threadMax {
+		tids = append(tids, tid)
+	}
+	sort.Ints(tids)
+	var parts []string
+	for _, tid := range tids {
+		parts = append(parts, fmt.Sprintf("%.0f", u.threadMax[tid]))
+	}
+	return strings.Join(parts, " / ")
+}
+
+func printRound(o options, r roundResult) {
+	fmt.Printf("\nround %d", r.round)
+	if r.fatal != nil {
+		fmt.Printf(": could not run: %v\n", r.fatal)
+		return
+	}
+	fmt.Printf(": idle RSS %s MiB after a %s warm-up, %d threads\n", mib(r.idleKiB), o.warmup, r.threads)
+	fmt.Println("| phase | req/s | p50 ms | p99 ms | non-2xx | socket errors c/r/w/t | RSS peak MiB (Δ idle) | service CPU % | per-thread busiest 200 ms, % | tool % | wrk % | upstream % | rest % |")
+	fmt.Println("|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|")
+	for _, p := range []struct {
+		name string
+		ph   phaseResult
+	}{{"baseline", r.baseline}, {"under attack", r.under}, {"attacks alone, after wrk", r.alone}} {
+		if p.ph.elapsed == 0 {
+			continue
+		}
+		u := p.ph.usage
+		wrkPercent := percentOfCore(p.ph.wrk.cpu, p.ph.wrk.elapsed)
+		rest := u.machine - u.service - u.tool - wrkPercent - u.upstream
+		requests := fmt.Sprintf("%.0f | %.1f | %.1f | %d | %s", p.ph.wrk.rps, p.ph.wrk.p50, p.ph.wrk.p99, p.ph.wrk.non2xx, p.ph.wrk.socketErrors)
+		if p.ph.wrk.elapsed == 0 {
+			requests = fmt.Sprintf("(%.1f s) | | | |", p.ph.elapsed.Seconds())
+		}
+		fmt.Printf("| %s | %s | %s (%+.1f) | %.0f | %s | %.0f | %.0f | %.0f | %.0f |\n",
+			p.name, requests, mib(p.ph.peakKiB), float64(p.ph.peakKiB-r.idleKiB)/1024, u.service, threadList(u),
+			u.tool, wrkPercent, u.upstream, rest)
+		if p.ph.wrk.err != nil {
+			fmt.Printf("  (%s)\n", firstLine(p.ph.wrk.err.Error()))
+		}
+		if rest > noisy {
+			fmt.Printf("  NOISE: other processes used %.0f%% of a core during %s; its figures are not trustworthy\n", rest, p.name)
+		}
+	}
+	fmt.Println("| attack | connections planned | established | connect failed | stream opened | sent | rate | closed by the service | median close, s after start | answers |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, st := range r.attacks {
+		seconds := st.stopped.Sub(st.started).Seconds()
+		bytes := st.bytes.Load()
+		sent := fmt.Sprintf("%.1f MiB | %.1f MiB/s", float64(bytes)/(1<<20), float64(bytes)/(1<<20)/seconds)
+		if bytes < 1<<20 {
+			sent = fmt.Sprintf("%d B | %.0f B/s", bytes, float64(bytes)/seconds)
+		}
+		opened := "-"
+		if st.name == "flood" {
+			opened = fmt.Sprint(st.opened.Load())
+		}
+		fmt.Printf("| %s | %d | %d | %d | %s | %s | %d | %.1f | %s |\n", st.name, st.planned, st.connected.Load(),
+			st.dialFails.Load(), opened, sent, st.closedCount(), st.medianClose().Seconds(), st.answerSummary())
+	}
+	switch {
+	case r.crashed:
+		fmt.Printf("SERVICE CRASHED: %s\n", r.crash)
+	case r.recovered:
+		fmt.Printf("every thread idle (< %g%% of a core per %s, for %s) %.1f s after the attacks stopped; RSS then %s MiB\n",
+			o.idlePercent, o.idleWindow, o.idleHold, r.recovery.Seconds(), mib(r.finalKiB))
+		if r.wrkOutlasted {
+			fmt.Println("  (wrk ran on after the attacks stopped: counted from wrk's end)")
+		}
+	default:
+		fmt.Printf("threads NOT idle within %s after the attacks stopped; RSS then %s MiB\n", o.recoveryMax, mib(r.finalKiB))
+	}
+	fmt.Printf("service output in the round: %.1f MiB (log level warning)\n", float64(r.logBytes)/(1<<20))
+}
+
+func firstLine(text string) string {
+	if cut := strings.IndexByte(text, '\n'); cut >= 0 {
+		return text[:cut]
+	}
+	return text
+}
+
+func median(values []float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	sorted := append([]float64(nil), values...)
+	sort.Float64s(sorted)
+	if len(sorted)%2 == 1 {
+		return sorted[len(sorted)/2]
+	}
+	return (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+}
+
+func summarize(o options, rounds []roundResult, checks []checkResult) bool {
+	var base, under, ratio, delta, recov []float64
+	crashes := 0
+	var crashNotes []string
+	ran := 0
+	worstDelta := 0.0
+	for _, r := range rounds {
+		if r.fatal != nil {
+			continue
+		}
+		ran++
+		base = append(base, r.baseline.wrk.rps)
+		under = append(under, r.under.wrk.rps)
+		ratio = append(ratio, r.ratio())
+		d := r.peakDeltaMiB()
+		delta = append(delta, d)
+		if d > worstDelta {
+			worstDelta = d
+		}
+		if r.recovered {
+			recov = append(recov, r.recovery.Seconds())
+		} else {
+			recov = append(recov, 1e9) // never: sorts last
+		}
+		if r.crashed {
+			crashes++
+			crashNotes = append(crashNotes, fmt.Sprintf("round %d: %s", r.round, r.crash))
+		}
+	}
+	for _, c := range checks {
+		if c.crashed {
+			crashes++
+			crashNotes = append(crashNotes, c.name+": "+c.detail)
+		}
+	}
+	fmt.Printf("\nsummary over %d rounds (medians; min-max)\n", ran)
+	fmt.Println("| measure | median | min | max |")
+	fmt.Println("|---|---:|---:|---:|")
+	row := func(name string, values []float64, format string) {
+		if len(values) == 0 {
+			fmt.Printf("| %s | | | |\n", name)
+			return
+		}
+		sorted := append([]float64(nil), values...)
+		sort.Float64s(sorted)
+		show := func(v float64) string {
+			if v >= 1e8 {
+				return "never"
+			}
+			return fmt.Sprintf(format, v)
+		}
+		fmt.Printf("| %s | %s | %s | %s |\n", name, show(median(values)), show(sorted[0]), show(sorted[len(sorted)-1]))
+	}
+	row("baseline req/s", base, "%.0f")
+	row("under attack req/s", under, "%.0f")
+	row("under attack / baseline, %", ratio, "%.0f")
+	row("RSS peak − idle, MiB", delta, "%.1f")
+	row(fmt.Sprintf("threads idle again after, s (≤ %s watched)", o.recoveryMax), recov, "%.1f")
+
+	ok := ran > 0
+	verdict := func(pass bool, format string, args ...any) {
+		word := "PASS"
+		if !pass {
+			word = "FAIL"
+			ok = false
+		}
+		fmt.Printf("%s %s\n", word, fmt.Sprintf(format, args...))
+	}
+	fmt.Println()
+	if ran == 0 {
+		fmt.Println("FAIL no round ran")
+	}
+	verdict(crashes == 0, "no crash: %d crash(es) %s", crashes, strings.Join(crashNotes, "; "))
+	verdict(ran > 0 && worstDelta <= float64(o.rssGoalMiB), "RSS ≤ idle + %d MiB throughout: worst round +%.1f MiB", o.rssGoalMiB, worstDelta)
+	verdict(ran > 0 && median(ratio) >= o.throughputGoal, "throughput under attack ≥ %g%% of baseline: %.0f%% (median)", o.throughputGoal, median(ratio))
+	recoveryText := "never (median)"
+	if m := median(recov); m < 1e8 {
+		recoveryText = fmt.Sprintf("%.1f s (median)", m)
+	}
+	verdict(ran > 0 && median(recov) <= o.recoveryGoal.Seconds(), "every thread idle within %s of the attacks' end: %s", o.recoveryGoal, recoveryText)
+	for _, c := range checks {
+		verdict(c.passed, "check %s: %s", c.name, c.detail)
+	}
+	return ok
+}
