@@ -12,7 +12,7 @@
 # core over 200 ms) within 2 s after the attacks stop. Prints a table per round, medians,
 # and a PASS/FAIL line per goal; exit status 0 only if all pass.
 #
-#   Benchmarks/attack.sh                             3 rounds, ~2-3 min after the builds
+#   Benchmarks/attack.sh                             3 rounds: ~2 min after the builds, + ≤ 30 s a round for a quiet machine
 #   Benchmarks/attack.sh -rounds 1 -attacks fds      one attack alone (flood,chunks,slowloris,fds)
 #   Benchmarks/attack.sh -flood 200 -flood-rate 64 -chunks 200 -slowloris 500 -fds 2048 -fd-limit 2048
 #

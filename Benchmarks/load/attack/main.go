@@ -201,7 +201,8 @@ type roundResult struct {
 	logBytes        int64 // the service's output (warnings and errors only) in the round
 	crashed         bool
 	crash           string
-	fatal           error // the round could not run at all
+	crashShort      string // exit status and when
+	fatal           error  // the round could not run at all
 }
 
 func (r roundResult) ratio() float64 {
@@ -220,6 +221,13 @@ func (r roundResult) peakDeltaMiB() float64 {
 		peak = r.finalKiB
 	}
 	return float64(peak-r.idleKiB) / 1024
+}
+
+// rest is the CPU, in % of one core, that the machine spent on anything but the service,
+// this tool, wrk and the upstream during the phase.
+func (p phaseResult) rest() float64 {
+	u := p.usage
+	return u.machine - u.service - u.tool - percentOfCore(p.wrk.cpu, p.wrk.elapsed) - u.upstream
 }
 
 // phase is what the samples between from and to show.
@@ -252,6 +260,7 @@ func runRound(work *harness.Workspace, o options, round int) (r roundResult) {
 				when = "at SIGTERM"
 			}
 			r.crash = fmt.Sprintf("exit %d %s (%v): %s", code, when, s.ExitErr(), crashSummary(logPath))
+			r.crashShort = fmt.Sprintf("exit %d %s", code, when)
 		}
 		if info, err := os.Stat(logPath); err == nil {
 			r.logBytes = info.Size()
@@ -450,7 +459,7 @@ func printRound(o options, r roundResult) {
 		}
 		u := p.ph.usage
 		wrkPercent := percentOfCore(p.ph.wrk.cpu, p.ph.wrk.elapsed)
-		rest := u.machine - u.service - u.tool - wrkPercent - u.upstream
+		rest := p.ph.rest()
 		requests := fmt.Sprintf("%.0f | %.1f | %.1f | %d | %s", p.ph.wrk.rps, p.ph.wrk.p50, p.ph.wrk.p99, p.ph.wrk.non2xx, p.ph.wrk.socketErrors)
 		if p.ph.wrk.elapsed == 0 {
 			requests = fmt.Sprintf("(%.1f s) | | | |", p.ph.elapsed.Seconds())
@@ -517,7 +526,7 @@ func median(values []float64) float64 {
 
 func summarize(o options, rounds []roundResult, checks []checkResult) bool {
 	var base, under, ratio, delta, recov []float64
-	crashes := 0
+	crashes, noisyRounds := 0, 0
 	var crashNotes []string
 	ran := 0
 	worstDelta := 0.0
@@ -539,15 +548,18 @@ func summarize(o options, rounds []roundResult, checks []checkResult) bool {
 		} else {
 			recov = append(recov, 1e9) // never: sorts last
 		}
+		if r.baseline.rest() > noisy || r.under.rest() > noisy {
+			noisyRounds++
+		}
 		if r.crashed {
 			crashes++
-			crashNotes = append(crashNotes, fmt.Sprintf("round %d: %s", r.round, r.crash))
+			crashNotes = append(crashNotes, fmt.Sprintf("round %d (%s)", r.round, r.crashShort))
 		}
 	}
 	for _, c := range checks {
 		if c.crashed {
 			crashes++
-			crashNotes = append(crashNotes, c.name+": "+c.detail)
+			crashNotes = append(crashNotes, c.name+" (see the check)")
 		}
 	}
 	fmt.Printf("\nsummary over %d rounds (medians; min-max)\n", ran)
@@ -574,6 +586,10 @@ func summarize(o options, rounds []roundResult, checks []checkResult) bool {
 	row("RSS peak − idle, MiB", delta, "%.1f")
 	row(fmt.Sprintf("threads idle again after, s (≤ %s watched)", o.recoveryMax), recov, "%.1f")
 
+	if noisyRounds > 0 {
+		fmt.Printf("NOISE: in %d of %d rounds other processes used more than %d%% of a core during wrk: read the throughput ratio with care\n",
+			noisyRounds, ran, noisy)
+	}
 	ok := ran > 0
 	verdict := func(pass bool, format string, args ...any) {
 		word := "PASS"
@@ -587,7 +603,7 @@ func summarize(o options, rounds []roundResult, checks []checkResult) bool {
 	if ran == 0 {
 		fmt.Println("FAIL no round ran")
 	}
-	verdict(crashes == 0, "no crash: %d crash(es) %s", crashes, strings.Join(crashNotes, "; "))
+	verdict(crashes == 0, "no crash: %d crash(es) %s", crashes, strings.Join(crashNotes, ", "))
 	verdict(ran > 0 && worstDelta <= float64(o.rssGoalMiB), "RSS ≤ idle + %d MiB throughout: worst round +%.1f MiB", o.rssGoalMiB, worstDelta)
 	verdict(ran > 0 && median(ratio) >= o.throughputGoal, "throughput under attack ≥ %g%% of baseline: %.0f%% (median)", o.throughputGoal, median(ratio))
 	recoveryText := "never (median)"
