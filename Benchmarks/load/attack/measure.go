@@ -172,7 +172,14 @@ func phaseUsage(samples []sample) usage {
 	}
 	first, last := samples[0], samples[len(samples)-1]
 	elapsed := last.at.Sub(first.at)
-	u.service = percentOfCore(time.Duration(last.serviceNs()-first.serviceNs()), elapsed)
+	// The service's own share up to its last sample with threads (none once it has died).
+	alive := first
+	for _, s := range samples {
+		if len(s.threads) > 0 {
+			alive = s
+		}
+	}
+	u.service = percentOfCore(time.Duration(alive.serviceNs()-first.serviceNs()), alive.at.Sub(first.at))
 	u.tool = percentOfCore(last.tool-first.tool, elapsed)
 	u.machine = percentOfCore(time.Duration(last.machine-first.machine)*10*time.Millisecond, elapsed)
 	u.upstream = percentOfCore(time.Duration(last.upstream-first.upstream)*10*time.Millisecond, elapsed)
