@@ -71,6 +71,15 @@ extension ServerRequest {
         setsockopt(bufferevent_getfd(connection.bufferEvent), SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Caps the kernel's receive buffer for this connection (SO_RCVBUF; the kernel doubles it):
+    /// a client has nothing to send on a stream, and one that floods it anyway fills this much
+    /// of the kernel's memory (beside the server's read-ahead), not megabytes of TCP window.
+    public func limitSocketReceiveBuffer(to bytes: Int) {
+        guard raw != nil else { return }
+        var size = Int32(clamping: bytes)
+        setsockopt(bufferevent_getfd(connection.bufferEvent), SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     /// Bytes written but not yet taken by the socket.
     public var pendingOutputBytes: Int {
         raw == nil ? 0 : connection.pendingOutputBytes

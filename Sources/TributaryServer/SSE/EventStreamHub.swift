@@ -35,6 +35,9 @@ final class EventStreamHub {
     /// Live streams now.
     var count: Int { streams.count }
 
+    /// The kernel receive buffer of a stream's socket: its client has nothing more to send.
+    static let receiveBuffer = 4096
+
     /// Answers `request` with an event stream of `view`, a view of `resource` (503 when the
     /// worker has `sse.maxSubscribers` streams already). The gauge
     /// `tributary_sse_subscribers{resource}` counts the live streams.
@@ -65,6 +68,7 @@ final class EventStreamHub {
         directory.opened(stream.id, in: listing)
         subscribers.increment()
         request.limitSocketSendBuffer(to: settings.sendBuffer)
+        request.limitSocketReceiveBuffer(to: Self.receiveBuffer)
         stream.start(retry: settings.retry)
     }
 
