@@ -23,14 +23,18 @@ public final class TestConnection {
 
     /// Connects to `127.0.0.1:port`, waiting at most `timeout`; `receiveBuffer` caps the socket's
     /// receive buffer (SO_RCVBUF, set before connecting so the TCP window honours it), to play a
-    /// slow reader.
-    public init(port: UInt16, timeout: Duration = .seconds(10), receiveBuffer: Int? = nil) async throws {
+    /// slow reader; `sendBuffer` caps its send buffer (SO_SNDBUF), so that what a flood gets
+    /// out is what the server took, not what this side's kernel queued.
+    public init(port: UInt16, timeout: Duration = .seconds(10), receiveBuffer: Int? = nil, sendBuffer: Int? = nil) async throws {
         self.port = port
         self.timeout = timeout
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestClientError.system("socket", errno) }
         if var size = receiveBuffer.map(Int32.init(clamping:)) {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        if var size = sendBuffer.map(Int32.init(clamping:)) {
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

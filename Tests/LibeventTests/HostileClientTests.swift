@@ -29,16 +29,19 @@ struct HostileClientTests {
 
     @Test("a client that floods an open request is read at most 64 KiB ahead, and loses nothing it sent")
     func floodWhileOpen() async throws {
-        let server = try await Self.echoServer(delay: .milliseconds(300))
-        let connection = try await TestConnection(port: server.port)
-        let pipelined = Array("POST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n".utf8) + [UInt8](repeating: 0x61, count: 1_000_000)
+        let server = try await Self.echoServer(delay: .milliseconds(1500))
+        let connection = try await TestConnection(port: server.port, sendBuffer: 64 * 1024)
+        let pipelined = Array("POST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n".utf8) + [UInt8](repeating: 0x61, count: 10_000)
         try await connection.send("GET /first HTTP/1.1\r\nHost: x\r\n\r\n")
         let flood = pipelined + [UInt8](repeating: 0x7A, count: 96 * 1024 * 1024)
         let sent = await connection.sendWhileTaken(flood, timeout: .milliseconds(500))
-        // What went out sits in the server's 64 KiB and the two kernels' socket buffers.
-        #expect(sent < 32 * 1024 * 1024, "the server kept reading: \(sent) bytes taken")
+        // What went out sits in the server's 64 KiB and the two kernels' socket buffers, now
+        // full: the server has stopped reading, so nothing more goes out.
+        #expect(sent < 4 * 1024 * 1024, "the server kept reading: \(sent) bytes taken")
+        let more = await connection.sendWhileTaken(Array(flood[sent...]), timeout: .milliseconds(300))
+        #expect(more < 1024 * 1024, "the server kept reading: \(more) more bytes taken")
         #expect(try await connection.readResponse().text == #"{"path":"/first","body":0}"#)
-        #expect(try await connection.readResponse().text == #"{"path":"/second","body":1000000}"#)
+        #expect(try await connection.readResponse().text == #"{"path":"/second","body":10000}"#)
         connection.close()
         await server.stop()
     }
@@ -52,11 +55,14 @@ struct HostileClientTests {
                 request.write(Array("data: still here\n\n".utf8))
             }
         }
-        let connection = try await TestConnection(port: server.port)
+        let connection = try await TestConnection(port: server.port, sendBuffer: 64 * 1024)
         try await connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try await connection.readHead().status == 200)
-        let sent = await connection.sendWhileTaken([UInt8](repeating: 0x7A, count: 96 * 1024 * 1024), timeout: .milliseconds(400))
-        #expect(sent < 32 * 1024 * 1024, "the server kept reading: \(sent) bytes taken")
+        let flood = [UInt8](repeating: 0x7A, count: 96 * 1024 * 1024)
+        let sent = await connection.sendWhileTaken(flood, timeout: .milliseconds(400))
+        #expect(sent < 4 * 1024 * 1024, "the server kept reading: \(sent) bytes taken")
+        let more = await connection.sendWhileTaken(Array(flood[sent...]), timeout: .milliseconds(300))
+        #expect(more < 1024 * 1024, "the server kept reading: \(more) more bytes taken")
         #expect(try await connection.readChunk() == Array("data: still here\n\n".utf8))
         connection.close()
         await server.stop()
@@ -174,6 +180,26 @@ struct HostileClientTests {
         #expect(closed, "still open after \(ContinuousClock.now - opened)")
         #expect(ContinuousClock.now - opened >= .milliseconds(380))
         #expect(ContinuousClock.now - opened < .milliseconds(1500))
+        await server.stop()
+    }
+
+    @Test("the deadline starts again after each answer: a second request trickled byte by byte is cut off too")
+    func slowlorisAfterAnAnswer() async throws {
+        let server = try await Self.echoServer(limits: .init(timeout: .milliseconds(400)))
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/first")
+        #expect(try await connection.readResponse().status == 200)
+        let answered = ContinuousClock.now
+        var closed = false
+        for byte in "GET /second HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".utf8 {
+            guard await connection.sendWhileTaken([byte], timeout: .milliseconds(100)) == 1 else { break }
+            if await connection.waitForClose(within: .milliseconds(100)) {
+                closed = true
+                break
+            }
+        }
+        #expect(closed, "still open after \(ContinuousClock.now - answered)")
+        #expect(ContinuousClock.now - answered < .milliseconds(1500))
         await server.stop()
     }
 
@@ -322,7 +348,56 @@ struct HostileClientTests {
         await server.stop()
     }
 
+    @Test("clients that close around the moment their answer goes out, 400 times, leave a server that still answers")
+    func closeRacesTheAnswer() async throws {
+        let server = try await TestServer.start { request, loop in
+            let scheduler = EventLoopScheduler(loop: loop)
+            scheduler.schedule(after: scheduler.now.advanced(by: .microseconds(Int.random(in: 0...3000)))) {
+                request.respond(status: 200, json: #"{"ok":true}"#)
+            }
+        }
+        for _ in 0..<20 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<20 {
+                    group.addTask {
+                        let connection = try await TestConnection(port: server.port)
+                        try await connection.sendRequest("GET", "/race")
+                        // The jitter is the test: the close lands before, during or after the answer.
+                        try await Task.sleep(for: .microseconds(Int.random(in: 0...3000)))
+                        if index.isMultiple(of: 2) { connection.reset() } else { connection.close() }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        #expect(try await TestHTTP.get(port: server.port, "/after").text == #"{"ok":true}"#)
+        await server.stop()
+    }
+
     // MARK: - Shutdown
+
+    @Test("a stream that began before stopAccepting and ends during the drain closes its connection after its last chunk")
+    func streamEndingDuringDrain() async throws {
+        let streams = Observed<[LoopBound<ServerRequest>]>([])
+        let server = try await TestServer.start { request, loop in
+            request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
+            streams.update { $0.append(LoopBound(request, loop: loop)) }
+        }
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/events")
+        let head = try await connection.readHead()
+        #expect(head.status == 200)
+        #expect(head.header("Connection") == nil, "keep-alive when it began")
+        #expect(await streams.wait(timeout: .seconds(2)) { $0.count == 1 })
+        try await server.run { $0.stopAccepting() }
+        try await server.thread.run { _ in
+            streams.value[0].value.endStream()
+            streams.value[0].release()
+        }
+        #expect(try await connection.readChunk() == nil)
+        #expect(await connection.waitForClose(within: .seconds(2)))
+        await server.stop()
+    }
 
     @Test("after stopAccepting the port refuses connections, and answers on open connections close them")
     func stopAccepting() async throws {

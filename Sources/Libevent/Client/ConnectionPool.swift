@@ -45,6 +45,8 @@ final class ConnectionPool {
     var idleCount: Int { idle.count }
     /// Calls waiting for a connection.
     var waitingCount: Int { queuedCount }
+    /// Slots the line holds: waiting calls and those of calls that left, not compacted yet.
+    var slotCount: Int { waiting.count - waitingHead }
 
     func enqueue(_ call: UpstreamCall) {
         if let connection = checkOut() {

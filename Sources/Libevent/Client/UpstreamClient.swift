@@ -87,6 +87,12 @@ public final class UpstreamClient {
         pools[base.origin]?.waitingCount ?? 0
     }
 
+    /// Slots of the line for `base`'s origin (waiting calls and withdrawn ones not yet
+    /// compacted): what the line costs in memory.
+    func lineSlots(for base: BaseURL) -> Int {
+        pools[base.origin]?.slotCount ?? 0
+    }
+
     private func pool(for origin: BaseURL.Origin) -> ConnectionPool {
         if let pool = pools[origin] { return pool }
         let limit = limits[origin] ?? (configuration.defaultPoolCapacity, configuration.defaultMaxQueue)

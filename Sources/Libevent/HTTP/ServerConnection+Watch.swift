@@ -80,10 +80,14 @@ extension ServerConnection {
     /// through a trampoline.
     private func standInFront(writeCallback: bufferevent_data_cb?) {
         evhttpWriteCallback = writeCallback
+        // Each callback holds the connection while it runs: handing an event or a write to
+        // evhttp may free the connection, and with it the close callback's retain of this object.
         bufferevent_setcb(bufferEvent, nil, writeCallback == nil ? nil : { _, context in
-            Unmanaged<ServerConnection>.fromOpaque(context!).takeUnretainedValue().forwardWrite()
+            let connection = Unmanaged<ServerConnection>.fromOpaque(context!).takeUnretainedValue()
+            withExtendedLifetime(connection) { connection.forwardWrite() }
         }, { _, what, context in
-            Unmanaged<ServerConnection>.fromOpaque(context!).takeUnretainedValue().watchedEvent(what)
+            let connection = Unmanaged<ServerConnection>.fromOpaque(context!).takeUnretainedValue()
+            withExtendedLifetime(connection) { connection.watchedEvent(what) }
         }, Unmanaged.passUnretained(self).toOpaque())
     }
 
