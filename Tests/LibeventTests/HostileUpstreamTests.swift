@@ -198,6 +198,14 @@ struct HostileUpstreamTests {
         await upstream.shutdown()
     }
 
+    @Test("only a failed connection is worth another attempt", arguments: [
+        (UpstreamError.Kind.connectionFailed, true), (.timeout, false), (.tls, false), (.responseTooLarge, false),
+        (.invalidResponse, false), (.saturated, false),
+    ])
+    func retryableKinds(kind: UpstreamError.Kind, retryable: Bool) {
+        #expect(UpstreamError(kind: kind, url: "http://x/y").isRetryable == retryable)
+    }
+
     private func failureKind(_ outcome: Result<UpstreamResponse, UpstreamError>?) -> UpstreamError.Kind? {
         guard case .failure(let error) = outcome else { return nil }
         return error.kind
