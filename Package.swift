@@ -43,6 +43,16 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // MARK: - Redis, spoken with hiredis on the workers' own loops
+
+        .systemLibrary(
+            name: "CHiredis",
+            pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"])]
+        ),
+        /// hiredis' libevent adapter: `static` functions in a header, compiled once in C.
+        .target(name: "CHiredisLibevent", dependencies: ["CHiredis", "CLibevent"]),
+
         // MARK: - Rivers: the reactive toolbox
 
         .target(

@@ -21,8 +21,9 @@ import Synchronization
 /// base is freed last, after every event that refers to it.
 public final class EventLoop: @unchecked Sendable {
     /// The `event_base`. Loop-confined except for the thread-safe calls libevent documents
-    /// (`event_active`, `event_base_loopbreak`) once pthreads support is enabled.
-    let base: OpaquePointer
+    /// (`event_active`, `event_base_loopbreak`) once pthreads support is enabled. Visible to
+    /// the package's other modules that attach C libraries to the loop (Redis: hiredis' adapter).
+    package let base: OpaquePointer
 
     /// Work handed over by ``execute(_:)``; drained on the loop by the `wakeup` event.
     private let submitted = Mutex<[Job]>([])
