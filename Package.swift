@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "tributary", targets: ["tributary"]),
         .library(name: "Rivers", targets: ["Rivers"]),
         .library(name: "Libevent", targets: ["Libevent"]),
+        .library(name: "Redis", targets: ["Redis"]),
     ],
     dependencies: [
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
@@ -52,6 +53,14 @@ let package = Package(
         ),
         /// hiredis' libevent adapter: `static` functions in a header, compiled once in C.
         .target(name: "CHiredisLibevent", dependencies: ["CHiredis", "CLibevent"]),
+        .target(
+            name: "Redis",
+            dependencies: [
+                "CHiredis", "CHiredisLibevent", "CLibevent", "Libevent",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            swiftSettings: strictSettings
+        ),
 
         // MARK: - Rivers: the reactive toolbox
 
@@ -125,6 +134,14 @@ let package = Package(
             name: "LibeventTests",
             dependencies: [
                 "Libevent", "TributaryTesting",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "RedisTests",
+            dependencies: [
+                "Redis", "Libevent", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings
