@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "TributaryServer",
             dependencies: [
-                "Libevent", "Rivers", "Aggregation",
+                "Libevent", "Rivers", "Aggregation", "Redis",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -157,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "TributaryServerTests",
             dependencies: [
-                "TributaryServer", "Aggregation", "Libevent", "TributaryTesting",
+                "TributaryServer", "Aggregation", "Libevent", "Redis", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings

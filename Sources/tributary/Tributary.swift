@@ -24,6 +24,9 @@ struct ServeOptions: ParsableArguments {
         "Override an upstream's base URL, repeatable (env TRIBUTARY_UPSTREAM_<NAME>).", valueName: "NAME=URL"))
     var upstreams: [String] = []
 
+    @Option(help: "Join a fleet of replicas through this Redis, redis://HOST:PORT[/DB] (env TRIBUTARY_REDIS_URL; config cluster.redis).")
+    var redis: String?
+
     @Option(help: "Event loops, one thread each (env TRIBUTARY_WORKERS; config server.workers).")
     var workers: Int?
 
@@ -43,7 +46,7 @@ struct ServeOptions: ParsableArguments {
         do {
             return try Configuration.load(
                 yaml: yaml, file: path, environment: environment,
-                overrides: .init(listen: listen, workers: workers, logLevel: logLevel, upstreams: extraUpstreams + upstreams))
+                overrides: .init(listen: listen, workers: workers, logLevel: logLevel, upstreams: extraUpstreams + upstreams, redis: redis))
         } catch {
             throw ValidationError("invalid configuration: \(error)")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Libevent
+import Redis
 import Testing
 import TributaryServer
 
@@ -92,6 +93,12 @@ struct ConfigurationTests {
         ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: /g/x}\n", "t.yaml: resources.groups.details.path: expected a path starting with / holding {id} once"),
         ("resources:\n  groups:\n    kind: tree\n", "t.yaml: resources.groups.kind: unknown resource kind \"tree\""),
         ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n    concurrency: 0\n", "t.yaml: resources.groups.concurrency: expected a whole number ≥ 1, found \"0\""),
+        ("cluster:\n  redis: http://x:1\n", "t.yaml: cluster.redis: \"http://x:1\""),
+        ("cluster:\n  redis: redis://x:99999\n", "t.yaml: cluster.redis: \"redis://x:99999\": the port must be 1…65535"),
+        ("cluster:\n  leaseTTL: 3s\n", "t.yaml: cluster.redis: required"),
+        ("cluster:\n  redis: redis://x\n  leaseTTL: 10ms\n", "t.yaml: cluster.leaseTTL: expected at least 300ms"),
+        ("cluster:\n  redis: redis://x\n  keyPrefix: \"a b\"\n", "t.yaml: cluster.keyPrefix: expected a non-empty prefix without spaces"),
+        ("cluster:\n  redis: redis://x\n  lease: 3s\n", "t.yaml: cluster.lease: unknown key"),
         ("[1, 2]", "t.yaml: the top level must be a mapping of keys"),
         ("a: [", "t.yaml: not valid YAML"),
     ])
@@ -107,6 +114,25 @@ struct ConfigurationTests {
         #expect(problem(Self.shipped, environment: ["TRIBUTARY_UPSTREAM_NOPE": "http://x"])?.hasPrefix("TRIBUTARY_UPSTREAM_NOPE: no upstream named nope") == true)
         #expect(problem(Self.shipped, environment: ["TRIBUTARY_LISTEN": "x"])?.hasPrefix("TRIBUTARY_LISTEN: expected HOST:PORT") == true)
         #expect(problem(Self.shipped, environment: ["TRIBUTARY_WORKERS": "0"])?.hasPrefix("TRIBUTARY_WORKERS: expected a whole number ≥ 1 or auto") == true)
+        #expect(problem(Self.shipped, environment: ["TRIBUTARY_REDIS_URL": "redis://"])?.hasPrefix("TRIBUTARY_REDIS_URL: \"redis://\"") == true)
+        #expect(problem(Self.shipped, overrides: .init(redis: "redis://h:0"))?.hasPrefix("--redis: \"redis://h:0\"") == true)
+    }
+
+    @Test("the fleet's Redis comes from cluster.redis, TRIBUTARY_REDIS_URL or --redis, in that order of strength; the file's other cluster keys stay")
+    func clusterLayering() throws {
+        let yaml = Self.shipped + "\ncluster:\n  leaseTTL: 1500ms\n  keyPrefix: blue\n"
+        #expect(throws: ConfigurationError.self) { try Configuration.load(yaml: yaml, file: "f") }
+        let fromEnvironment = try Configuration.load(yaml: yaml, file: "f", environment: ["TRIBUTARY_REDIS_URL": "redis://10.0.0.5:6380/2"])
+        #expect(fromEnvironment.cluster?.redis == RedisEndpoint(host: "10.0.0.5", port: 6380, database: 2))
+        #expect(fromEnvironment.cluster?.leaseTTL == .milliseconds(1500))
+        #expect(fromEnvironment.cluster?.keyPrefix == "blue")
+        let fromCommandLine = try Configuration.load(
+            yaml: yaml, file: "f", environment: ["TRIBUTARY_REDIS_URL": "redis://10.0.0.5:6380"], overrides: .init(redis: "redis://[::1]:7000"))
+        #expect(fromCommandLine.cluster?.redis == RedisEndpoint(host: "::1", port: 7000))
+        #expect(try Configuration.load(yaml: Self.shipped, file: "f").cluster == nil, "no fleet unless asked")
+        let defaults = try Configuration.load(yaml: Self.shipped, file: "f", overrides: .init(redis: "redis://r"))
+        #expect(defaults.cluster?.leaseTTL == .seconds(3))
+        #expect(defaults.cluster?.keyPrefix == "tributary")
     }
 
     @Test("the binary refuses an invalid configuration with the key in its message and a non-zero exit")

@@ -1,6 +1,7 @@
 import Aggregation
 import Glibc
 import Libevent
+import Redis
 
 extension Configuration {
     /// What the command line says, on top of the file and the environment.
@@ -10,12 +11,15 @@ extension Configuration {
         public var logLevel: String?
         /// `NAME=URL` pairs from `--upstream`.
         public var upstreams: [String] = []
+        /// `--redis URL`: `cluster.redis`.
+        public var redis: String?
 
-        public init(listen: String? = nil, workers: Int? = nil, logLevel: String? = nil, upstreams: [String] = []) {
+        public init(listen: String? = nil, workers: Int? = nil, logLevel: String? = nil, upstreams: [String] = [], redis: String? = nil) {
             self.listen = listen
             self.workers = workers
             self.logLevel = logLevel
             self.upstreams = upstreams
+            self.redis = redis
         }
     }
 
@@ -34,7 +38,7 @@ extension Configuration {
     static let logLevels: Set<String> = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     private init(yaml root: YAMLSection) throws(ConfigurationError) {
-        try root.allowOnly(["server", "sse", "upstreams", "resources"])
+        try root.allowOnly(["server", "sse", "cluster", "upstreams", "resources"])
         if let section = try root.section("server") {
             try section.allowOnly([
                 "listen", "workers", "logLevel", "requestTimeout", "maxHeaderBytes", "maxBodyBytes", "maxConnections",
@@ -64,6 +68,29 @@ extension Configuration {
             sse.retry = try section.duration("retry") ?? sse.retry
             sse.sendBuffer = try section.integer("sendBuffer", atLeast: 4096) ?? sse.sendBuffer
             sse.maxSubscribers = try section.integer("maxSubscribers", atLeast: 1) ?? sse.maxSubscribers
+        }
+        if let section = try root.section("cluster") {
+            try section.allowOnly(["redis", "leaseTTL", "keyPrefix"])
+            // The Redis may come from the environment or the command line instead.
+            var cluster = Configuration.Cluster(redis: RedisEndpoint(host: "unset"))
+            if let ttl = try section.duration("leaseTTL") {
+                guard ttl >= .milliseconds(300) else {
+                    throw ConfigurationError(section.location("leaseTTL"), "expected at least 300ms, found \(ttl)")
+                }
+                cluster.leaseTTL = ttl
+            }
+            if let prefix = try section.string("keyPrefix") {
+                guard !prefix.isEmpty, !prefix.contains(where: { $0.isWhitespace }) else {
+                    throw ConfigurationError(section.location("keyPrefix"), "expected a non-empty prefix without spaces, found \"\(prefix)\"")
+                }
+                cluster.keyPrefix = prefix
+            }
+            if let redis = try section.string("redis") {
+                cluster.redis = try Self.redisEndpoint(redis, at: section.location("redis"))
+                self.cluster = cluster
+            } else {
+                clusterWithoutRedis = cluster
+            }
         }
         for (name, section) in try root.section("upstreams")?.namedSections() ?? [] {
             try section.allowOnly(["url", "timeout", "retries", "backoff", "poolSize", "maxQueue", "maxResponseBytes"])
@@ -154,6 +181,23 @@ extension Configuration {
         return template
     }
 
+    private static func redisEndpoint(_ text: String, at location: String) throws(ConfigurationError) -> RedisEndpoint {
+        do {
+            return try RedisEndpoint(text)
+        } catch {
+            throw ConfigurationError(location, error.description)
+        }
+    }
+
+    /// `cluster.redis` set (or replaced) from the environment or the command line, keeping
+    /// the file's other cluster settings.
+    private mutating func setRedis(_ text: String, at location: String) throws(ConfigurationError) {
+        var cluster = self.cluster ?? clusterWithoutRedis ?? Cluster(redis: RedisEndpoint(host: "unset"))
+        cluster.redis = try Self.redisEndpoint(text, at: location)
+        self.cluster = cluster
+        clusterWithoutRedis = nil
+    }
+
     private static func baseURL(_ text: String, at location: String) throws(ConfigurationError) -> BaseURL {
         do {
             return try BaseURL(text)
@@ -170,6 +214,7 @@ extension Configuration {
             server.workers = try Self.workers(workers, at: "TRIBUTARY_WORKERS")
         }
         if let level = environment["TRIBUTARY_LOG_LEVEL"] { server.logLevel = level }
+        if let redis = environment["TRIBUTARY_REDIS_URL"], !redis.isEmpty { try setRedis(redis, at: "TRIBUTARY_REDIS_URL") }
         if let token = environment["TRIBUTARY_ADMIN_TOKEN"] { server.adminToken = token.isEmpty ? nil : token }
         if let origins = environment["TRIBUTARY_CORS_ORIGINS"] {
             server.corsOrigins = origins.split(separator: ",").map { String($0).trimmingSpaces }.filter { !$0.isEmpty }
@@ -191,6 +236,7 @@ extension Configuration {
             server.workers = workers
         }
         if let level = overrides.logLevel { server.logLevel = level }
+        if let redis = overrides.redis { try setRedis(redis, at: "--redis") }
         for pair in overrides.upstreams {
             guard let equals = pair.firstIndex(of: "=") else {
                 throw ConfigurationError("--upstream", "expected NAME=URL, found \"\(pair)\"")
@@ -218,6 +264,9 @@ extension Configuration {
     }
 
     private func validate(file: String) throws(ConfigurationError) {
+        if clusterWithoutRedis != nil {
+            throw ConfigurationError("\(file): cluster.redis", "required: where the fleet's Redis is (or TRIBUTARY_REDIS_URL, --redis)")
+        }
         guard Self.logLevels.contains(server.logLevel) else {
             throw ConfigurationError("\(file): server.logLevel", "expected one of \(Self.logLevels.sorted().joined(separator: ", ")), found \"\(server.logLevel)\"")
         }

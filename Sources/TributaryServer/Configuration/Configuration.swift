@@ -1,5 +1,6 @@
 public import Aggregation
 public import Libevent
+public import Redis
 
 /// Everything Tributary is told: where to listen, which upstreams exist and how to call them,
 /// and which resources to serve from them. Read from `config/tributary.yaml`, then
@@ -8,6 +9,10 @@ public import Libevent
 public struct Configuration: Sendable {
     public var server = Server()
     public var sse = EventStreams()
+    /// `cluster:` — nil unless `cluster.redis` (or `TRIBUTARY_REDIS_URL`, `--redis`) is set.
+    public var cluster: Cluster?
+    /// A file's `cluster:` settings waiting for the Redis from the environment or the command line.
+    var clusterWithoutRedis: Cluster?
     public var upstreams: [String: UpstreamSettings] = [:]
     public var resources: [String: Resource] = [:]
 
@@ -75,6 +80,22 @@ public struct Configuration: Sendable {
         public var maxSubscribers = 10_000
 
         public init() {}
+    }
+
+    /// `cluster:` — replicas coordinated through Redis (README, "Running several replicas").
+    public struct Cluster: Sendable, Equatable {
+        /// `redis`, `TRIBUTARY_REDIS_URL`, `--redis`: `redis://HOST:PORT[/DB]`.
+        public var redis: RedisEndpoint
+        /// `leaseTTL`: how long a replica's lease on a shared live resource lasts unless
+        /// renewed (every third of it); a dead holder's lease passes on within it.
+        public var leaseTTL: Duration = .seconds(3)
+        /// `keyPrefix`: the prefix of every Redis key and channel, so several fleets can share
+        /// one Redis.
+        public var keyPrefix = "tributary"
+
+        public init(redis: RedisEndpoint) {
+            self.redis = redis
+        }
     }
 
     /// `upstreams.<name>:` — one upstream API.
