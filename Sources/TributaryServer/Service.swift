@@ -26,7 +26,7 @@ public enum Service {
         var others: [(worker: LoopBound<Worker>, stopped: Latch<Void>)] = []
         for index in 1..<configuration.server.workers {
             others.append(try startWorker(
-                index, configuration: configuration, port: port, liveOwner: first.ownedLiveResources, directory: directory, logger: logger))
+                index, configuration: configuration, port: port, shares: first.shares!, directory: directory, logger: logger))
         }
         let deadline = configuration.server.shutdownTimeout
         var stopping = false
@@ -50,7 +50,7 @@ public enum Service {
 
     /// Starts worker `index` on a thread of its own, listening on `port` with the others.
     private static func startWorker(
-        _ index: Int, configuration: Configuration, port: UInt16, liveOwner: [String: LoopBound<LiveResource>],
+        _ index: Int, configuration: Configuration, port: UInt16, shares: Worker.Shares,
         directory: StreamDirectory, logger: Logger
     ) throws -> (worker: LoopBound<Worker>, stopped: Latch<Void>) {
         let ready = Latch<Result<LoopBound<Worker>, any Error>>()
@@ -61,7 +61,7 @@ public enum Service {
                 var workerLogger = logger
                 workerLogger[metadataKey: "worker"] = "\(index)"
                 let worker = try Worker(
-                    configuration: configuration, loop: loop, logger: workerLogger, liveOwner: liveOwner, directory: directory)
+                    configuration: configuration, loop: loop, logger: workerLogger, shares: shares, directory: directory)
                 try worker.bind(port: port, reusePort: true)
                 ready.set(.success(LoopBound(worker, loop: loop)))
                 try withExtendedLifetime(worker) { try loop.run() }

@@ -23,29 +23,46 @@ public final class Worker {
     private let observer: RequestObserver
     private let connections: ConnectionObserver
     private var router = Router<Route>()
-    /// The live pipelines this worker runs for the whole process (the first worker's).
-    public private(set) var ownedLiveResources: [String: LoopBound<LiveResource>] = [:]
-    private let liveOwner: [String: LoopBound<LiveResource>]?
+    /// What the first worker shares with the process's other workers (nil on the others).
+    public private(set) var shares: Shares?
+    /// The first worker's, when this worker is another.
+    private let firstWorkerShares: Shares?
+    /// This replica's place in the fleet, on the first worker (with `cluster.redis`).
+    private var cluster: ClusterAgent?
     private var shutdown: (done: () -> Void, deadline: LoopTimer)?
     private var drainCheck: LoopTimer?
 
-    /// A worker on `loop`. The first worker of a process runs the live pipelines itself; pass
-    /// its ``ownedLiveResources`` as `liveOwner` to every other worker, which then bridges to
-    /// them, so each live resource has one pipeline however many workers serve it.
-    /// Workers of one process share one `directory` of live streams, so any worker can reach a
-    /// stream's triggers and inputs.
+    /// What the first worker of a process shares with the others: the live pipelines it runs
+    /// for all of them, and the process's place in the fleet.
+    public struct Shares: Sendable {
+        /// Each live resource's source: the pipeline, or in a fleet its ``FleetLiveResource``.
+        public let live: [String: LoopBound<any LiveSource>]
+        let cluster: ClusterLink?
+    }
+
+    /// A worker on `loop`. The first worker of a process runs the live pipelines itself (and,
+    /// with `cluster.redis`, joins the fleet); pass its ``shares`` to every other worker, which
+    /// then bridges to them, so each live resource has one pipeline however many workers
+    /// serve it. Workers of one process share one `directory` of live streams, so any worker
+    /// can reach a stream's triggers and inputs.
     public init(
-        configuration: Configuration, loop: EventLoop, logger: Logger, liveOwner: [String: LoopBound<LiveResource>]? = nil,
+        configuration: Configuration, loop: EventLoop, logger: Logger, shares firstWorkerShares: Shares? = nil,
         directory: StreamDirectory = StreamDirectory()
     ) throws {
         _ = MetricsExport.registry  // metrics exist before any handle is made
-        self.liveOwner = liveOwner
+        self.firstWorkerShares = firstWorkerShares
         self.loop = loop
         self.configuration = configuration
         self.logger = logger
         client = UpstreamClient(loop: loop)
         self.directory = directory
-        streams = EventStreamHub(loop: loop, settings: configuration.sse, directory: directory)
+        var clusterLink = firstWorkerShares?.cluster
+        if firstWorkerShares == nil, let settings = configuration.cluster {
+            let agent = ClusterAgent(settings: settings, loop: loop, directory: directory, logger: logger)
+            cluster = agent
+            clusterLink = ClusterLink(agent: LoopBound(agent, loop: loop))
+        }
+        streams = EventStreamHub(loop: loop, settings: configuration.sse, directory: directory, cluster: clusterLink)
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         observer = RequestObserver(logger: logger)
         connections = ConnectionObserver(logger: logger)
@@ -69,6 +86,7 @@ public final class Worker {
     /// requests in flight are answered and every answer has left (or `deadline` passed).
     public func shutDown(within deadline: Duration, then done: @escaping () -> Void) {
         server.stopAccepting()
+        cluster?.leave()
         streams.finishAll()
         let timer = LoopTimer(loop: loop) { [unowned self] in
             logger.warning("shutdown deadline passed", metadata: ["open requests": "\(server.openRequestCount)"])
@@ -101,29 +119,34 @@ public final class Worker {
     private func registerRoutes() {
         let upstreams = makeUpstreams()
         let admin = AdminToken(token: configuration.server.adminToken)
+        let clusterLink = firstWorkerShares?.cluster ?? cluster.map { ClusterLink(agent: LoopBound($0, loop: loop)) }
+        var owned: [String: LoopBound<any LiveSource>] = [:]
         for (name, resource) in configuration.resources.sorted(by: { $0.key < $1.key }) {
             switch resource {
             case .list(let settings):
                 let list = ListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
                 let live: any LiveSource
-                if let owner = liveOwner?[name] {
+                if let owner = firstWorkerShares?.live[name] {
                     live = RemoteLiveResource(owner: owner, name: name, loop: loop)
                 } else {
                     let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot)
-                    ownedLiveResources[name] = LoopBound(local, loop: loop)
-                    live = local
+                    live = cluster.map { $0.adopt(local) } ?? local
+                    owned[name] = LoopBound(live, loop: loop)
                 }
                 ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin).register(in: &router)
             case .pages(let settings):
                 let pages = PagedListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
-                PagedListRoutes(resource: pages, argument: settings.loadMoreArgument, streams: streams, directory: directory, admin: admin)
-                    .register(in: &router)
+                PagedListRoutes(
+                    resource: pages, argument: settings.loadMoreArgument, streams: streams, directory: directory,
+                    cluster: clusterLink, admin: admin
+                ).register(in: &router)
             case .search(let settings):
                 let search = SearchResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
                 SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop)).register(in: &router)
             }
         }
-        StreamControlRoutes(directory: directory, loop: loop).register(in: &router)
+        if firstWorkerShares == nil { shares = Shares(live: owned, cluster: clusterLink) }
+        StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
         OperationsRoutes().register(in: &router)
     }
 

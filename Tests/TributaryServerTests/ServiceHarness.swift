@@ -38,25 +38,25 @@ final class ServiceHarness: Sendable {
         """
     }
 
-    /// The live pipelines this worker runs (pass them to another worker to share them).
-    let ownedLiveResources: [String: LoopBound<LiveResource>]
+    /// What this worker shares as a process's first (pass it to another worker).
+    let shares: Worker.Shares?
 
-    /// A worker from `yaml` on a free port; with `liveOwner`, it bridges to another worker's
+    /// A worker from `yaml` on a free port; with `shares`, it bridges to another worker's
     /// live pipelines, as the workers of one process do.
-    init(yaml: String, liveOwner: [String: LoopBound<LiveResource>]? = nil, directory: StreamDirectory = StreamDirectory()) async throws {
+    init(yaml: String, shares firstWorkerShares: Worker.Shares? = nil, directory: StreamDirectory = StreamDirectory()) async throws {
         var configuration = try Configuration.load(yaml: yaml, file: "test.yaml")
         configuration.server.listen = ListenAddress(host: "127.0.0.1", port: 0)
         let thread = try LoopThread()
         let (port, worker, owned) = try await thread.run { [configuration] loop in
             var logger = Logger(label: "test")
             logger.logLevel = .critical
-            let worker = try Worker(configuration: configuration, loop: loop, logger: logger, liveOwner: liveOwner, directory: directory)
-            return (try worker.bind(), LoopBound(worker, loop: loop), worker.ownedLiveResources)
+            let worker = try Worker(configuration: configuration, loop: loop, logger: logger, shares: firstWorkerShares, directory: directory)
+            return (try worker.bind(), LoopBound(worker, loop: loop), worker.shares)
         }
         self.port = port
         self.thread = thread
         self.worker = worker
-        ownedLiveResources = owned
+        shares = owned
     }
 
     func get(_ path: String, headers: [(String, String)] = []) async throws -> TestResponse {

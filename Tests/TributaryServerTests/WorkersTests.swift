@@ -15,8 +15,8 @@ struct WorkersTests {
         let yaml = ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "10s")
         let directory = StreamDirectory()
         let owner = try await ServiceHarness(yaml: yaml, directory: directory)
-        let other = try await ServiceHarness(yaml: yaml, liveOwner: owner.ownedLiveResources, directory: directory)
-        #expect(other.ownedLiveResources.isEmpty)
+        let other = try await ServiceHarness(yaml: yaml, shares: owner.shares, directory: directory)
+        #expect(other.shares == nil)
         var streams: [SSEClient] = []
         for service in [owner, other, owner, other, owner, other] {
             let stream = try await service.events("/groups")

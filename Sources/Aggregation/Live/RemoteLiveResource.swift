@@ -15,11 +15,11 @@ import Synchronization
 /// cross threads by value (``LiveState`` is `Sendable`); everything else stays on its loop.
 public final class RemoteLiveResource: LiveSource {
     public let name: String
-    private let owner: LoopBound<LiveResource>
+    private let owner: LoopBound<any LiveSource>
     public let states: AnyPublisher<LiveState, Never>
 
     /// `owner` is the pipeline, bound to its loop; `loop` is this worker's.
-    public init(owner: LoopBound<LiveResource>, name: String, loop: EventLoop) {
+    public init(owner: LoopBound<any LiveSource>, name: String, loop: EventLoop) {
         self.name = name
         self.owner = owner
         states = CrossLoopStates(owner: owner, loop: loop).shareLatest().eraseToAnyPublisher()
@@ -37,7 +37,7 @@ private struct CrossLoopStates: Publisher {
     typealias Output = LiveState
     typealias Failure = Never
 
-    let owner: LoopBound<LiveResource>
+    let owner: LoopBound<any LiveSource>
     let loop: EventLoop
 
     func receive<Downstream: Subscriber>(subscriber: Downstream) where Downstream.Input == LiveState, Downstream.Failure == Never {
@@ -46,7 +46,7 @@ private struct CrossLoopStates: Publisher {
 
     /// Starts on the first demand; the owner-side sink forwards each state to `loop`.
     private final class Bridge: Subscription, @unchecked Sendable {
-        private let owner: LoopBound<LiveResource>
+        private let owner: LoopBound<any LiveSource>
         private let loop: EventLoop
         /// Touched on `loop` only.
         private var downstream: AnySubscriber<LiveState, Never>?
@@ -56,7 +56,7 @@ private struct CrossLoopStates: Publisher {
         /// The owner-side subscription, made and cancelled on the owner's loop.
         private let upstream = Mutex<LoopBound<AnyCancellable>?>(nil)
 
-        init(owner: LoopBound<LiveResource>, loop: EventLoop, downstream: AnySubscriber<LiveState, Never>) {
+        init(owner: LoopBound<any LiveSource>, loop: EventLoop, downstream: AnySubscriber<LiveState, Never>) {
             self.owner = owner
             self.loop = loop
             self.downstream = downstream

@@ -6,13 +6,14 @@ import Libevent
 /// - `GET /<name>`: every row with its first page, as JSON.
 /// - `GET /<name>` with `Accept: text/event-stream`: a stream with a view of its own
 ///   (``RowsView``): triggers `loadMore` (`?topic=<id>`: that row's next page) and `reload`.
-/// - `POST /<name>/reload`: `reload` every live stream of the resource, on every worker (with the
-///   admin token, when one is configured).
+/// - `POST /<name>/reload`: `reload` every live stream of the resource, on every worker, and in
+///   a fleet on every replica (with the admin token, when one is configured).
 struct PagedListRoutes {
     let resource: PagedListResource
     let argument: String
     let streams: EventStreamHub
     let directory: StreamDirectory
+    let cluster: ClusterLink?
     let admin: AdminToken
 
     func register(in router: inout Router<Route>) {
@@ -26,8 +27,12 @@ struct PagedListRoutes {
         router.add(.post, "/\(resource.name)/reload") { request in
             guard admin.authorize(request) else { return }
             let name = resource.name
-            for listing in directory.allListings {
-                listing.loop.execute { listing.hub?.activate("reload", onEveryStreamOf: name) }
+            if let cluster {
+                cluster.reload(name)
+            } else {
+                for listing in directory.allListings {
+                    listing.loop.execute { listing.hub?.activate("reload", onEveryStreamOf: name) }
+                }
             }
             request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#)
         }

@@ -8,17 +8,19 @@ import Libevent
 ///   ``maximumInputBytes``): set an input (202).
 ///
 /// An unknown stream, trigger or input is 404; an unacceptable argument or value 400; a body
-/// over the limit 413. Only the stream with that id is affected, on whichever worker holds it.
+/// over the limit 413. Only the stream with that id is affected, on whichever worker holds it,
+/// and in a fleet on whichever replica holds it (503 `cluster_unavailable` while Redis cannot
+/// be reached, for a stream this replica does not hold).
 struct StreamControlRoutes {
     static let maximumInputBytes = 4096
 
     let directory: StreamDirectory
+    let cluster: ClusterLink?
     let loop: EventLoop
 
     func register(in router: inout Router<Route>) {
         router.add(.post, "/streams/{id}/triggers/{name}") { request in
-            let arguments = request.queryParameters
-            control(request) { view, name throws(ControlError) in try view.activate(name, arguments: arguments) }
+            control(request, .trigger(request.parameters["name"] ?? "", arguments: request.queryParameters))
         }
         router.add(.put, "/streams/{id}/inputs/{name}") { request in
             guard request.body.count <= Self.maximumInputBytes else {
@@ -28,36 +30,28 @@ struct StreamControlRoutes {
             guard let value = String(validating: request.body, as: UTF8.self) else {
                 return request.respond(.badRequest("an input value must be UTF-8 text"))
             }
-            control(request) { view, name throws(ControlError) in try view.set(name, to: value) }
+            control(request, .input(request.parameters["name"] ?? "", value: value))
         }
     }
 
-    /// Runs `action` on the stream's view model on the loop of the worker holding it, then
-    /// answers on this worker's loop.
-    private func control(
-        _ request: ServerRequest, _ action: @escaping @Sendable (any LiveViewModel, String) throws(ControlError) -> Void
-    ) {
+    /// Applies `control` to the stream on the worker, or the replica, holding it, then answers
+    /// on this worker's loop.
+    private func control(_ request: ServerRequest, _ control: StreamControl) {
         let text = request.parameters["id"] ?? ""
-        let name = request.parameters["name"] ?? ""
-        guard let id = StreamID(text), let holder = directory.listing(holding: id) else {
-            return request.respond(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(text)"))
-        }
-        let answer = { @Sendable (outcome: Result<Void, HTTPError>, request: ServerRequest) in
+        let unknown = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(text)")
+        guard let id = StreamID(text) else { return request.respond(unknown) }
+        let waiting = LoopBound(request, loop: loop)
+        let answer = { @Sendable (outcome: Result<Void, HTTPError>) in
+            let request = waiting.value
             switch outcome {
             case .success:
-                request.respond(status: 202, json: #"{"stream":""# + JSONText.escaped(text) + #"","accepted":""# + JSONText.escaped(name) + #""}"#)
+                request.respond(status: 202, json: #"{"stream":""# + JSONText.escaped(text) + #"","accepted":""# + JSONText.escaped(control.name) + #""}"#)
             case .failure(let error):
                 request.respond(error)
             }
         }
-        let gone = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(text)")
-        guard holder.loop !== loop else {
-            return answer(holder.hub?.control(id, name, action) ?? .failure(gone), request)
-        }
-        let waiting = LoopBound(request, loop: loop)
-        holder.loop.execute { [loop] in
-            let outcome = holder.hub?.control(id, name, action) ?? .failure(gone)
-            loop.execute { answer(outcome, waiting.value) }
-        }
+        if directory.apply(control, to: id, answeringOn: loop, answer) { return }
+        guard let cluster else { return answer(.failure(unknown)) }
+        cluster.forward(control, to: id, answeringOn: loop, answer)
     }
 }

@@ -10,6 +10,8 @@ import OpenCombine
 final class EventStreamHub {
     private let settings: Configuration.EventStreams
     private let directory: StreamDirectory
+    /// The fleet, told where this replica's streams are (nil without `cluster.redis`).
+    private let cluster: ClusterLink?
     /// This hub as the directory knows it.
     private var listing: StreamDirectory.Listing!
     private var streams: [StreamID: EventStream] = [:]
@@ -17,9 +19,10 @@ final class EventStreamHub {
     private var subscriberGauges: [String: Meter] = [:]
     private let frames = EventFrameCache()
 
-    init(loop: EventLoop, settings: Configuration.EventStreams, directory: StreamDirectory) {
+    init(loop: EventLoop, settings: Configuration.EventStreams, directory: StreamDirectory, cluster: ClusterLink? = nil) {
         self.settings = settings
         self.directory = directory
+        self.cluster = cluster
         heartbeatTimer = LoopTimer(loop: loop) { [unowned self] in
             for stream in streams.values { stream.heartbeat() }
         }
@@ -62,10 +65,12 @@ final class EventStreamHub {
         let stream = EventStream(id: .random(), request: request, resource: resource, view: view(), frames: frames) { [unowned self] closed in
             streams[closed.id] = nil
             directory.closed(closed.id)
+            cluster?.streamClosed(closed.id)
             subscribers.decrement()
         }
         streams[stream.id] = stream
         directory.opened(stream.id, in: listing)
+        cluster?.streamOpened(stream.id)
         subscribers.increment()
         request.limitSocketSendBuffer(to: settings.sendBuffer)
         request.limitSocketReceiveBuffer(to: Self.receiveBuffer)
@@ -79,16 +84,14 @@ final class EventStreamHub {
         return meter
     }
 
-    /// Runs `control` on the view model of stream `id` and says how it went, in the words of
-    /// an HTTP answer (this worker holds the stream; see ``StreamDirectory``).
-    func control(
-        _ id: StreamID, _ name: String, _ control: (any LiveViewModel, String) throws(ControlError) -> Void
-    ) -> Result<Void, HTTPError> {
+    /// Applies `control` to the view model of stream `id` and says how it went, in the words
+    /// of an HTTP answer (this worker holds the stream; see ``StreamDirectory``).
+    func control(_ id: StreamID, _ control: StreamControl) -> Result<Void, HTTPError> {
         guard let view = streams[id]?.view else {
             return .failure(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id)"))
         }
         do {
-            try control(view, name)
+            try control.apply(to: view)
             return .success(())
         } catch {
             let listed = { (names: [String]) in names.isEmpty ? "none" : names.joined(separator: ", ") }

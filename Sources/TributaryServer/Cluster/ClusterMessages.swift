@@ -1,0 +1,156 @@
+import Aggregation
+import Libevent
+
+/// What replicas tell each other through Redis, and how it is written.
+///
+/// - A live resource's state, from its leader: a header line `v1 <term> <sequence>`, a line
+///   with the refresh's error as JSON (`null` when it succeeded), then the snapshot's JSON as
+///   is (empty when there is none yet). Versions are content hashes, so followers compute the
+///   same `id:` from the same bytes.
+/// - A control request for a stream (to the replica holding it) and its answer: small JSON
+///   objects. A stream is named by the digest of its id (``ClusterKeys/streamDigest(_:)``),
+///   never by the id.
+enum ClusterMessage {
+    // MARK: - Live states
+
+    static func encode(_ state: LiveState, term: UInt64, sequence: UInt64) -> [UInt8] {
+        var bytes = Array("v1 \(term) \(sequence)\n".utf8)
+        if let error = state.error {
+            bytes += JSON.object([
+                ("code", .string(error.code.rawValue)), ("upstream", .string(error.upstream)),
+                ("path", .string(error.path)), ("message", .string(error.message)),
+            ]).serialized
+        } else {
+            bytes += Array("null".utf8)
+        }
+        bytes.append(0x0A)
+        if let snapshot = state.snapshot { bytes += snapshot.json }
+        return bytes
+    }
+
+    static func decodeState(_ bytes: [UInt8]) -> (state: LiveState, term: UInt64, sequence: UInt64)? {
+        guard let firstEnd = bytes.firstIndex(of: 0x0A),
+              let secondEnd = bytes[(firstEnd + 1)...].firstIndex(of: 0x0A) else { return nil }
+        let header = String(decoding: bytes[..<firstEnd], as: UTF8.self).split(separator: " ")
+        guard header.count == 3, header[0] == "v1", let term = UInt64(header[1]), let sequence = UInt64(header[2]),
+              let error = try? JSON(parsing: Array(bytes[(firstEnd + 1)..<secondEnd])) else { return nil }
+        var state = LiveState()
+        if case .object = error {
+            guard let code = error["code"]?.stringValue.flatMap(ResourceError.Code.init(rawValue:)) else { return nil }
+            state.error = ResourceError(
+                code: code, upstream: error["upstream"]?.stringValue ?? "", path: error["path"]?.stringValue ?? "",
+                message: error["message"]?.stringValue ?? "")
+        }
+        let snapshot = Array(bytes[(secondEnd + 1)...])
+        if !snapshot.isEmpty { state.snapshot = Snapshot(json: snapshot) }
+        return (state, term, sequence)
+    }
+
+    // MARK: - Stream control
+
+    /// A control request: apply `control` to the stream with digest `stream`, answer `from`
+    /// with `tag`.
+    struct ControlRequest: Equatable {
+        let tag: UInt64
+        let from: String
+        let stream: String
+        let control: StreamControl
+    }
+
+    /// The answer to a control request: the HTTP status and, for an error, its code and message.
+    struct ControlReply: Equatable {
+        let tag: UInt64
+        let outcome: Result<Void, HTTPError>
+
+        static func == (lhs: ControlReply, rhs: ControlReply) -> Bool {
+            guard lhs.tag == rhs.tag else { return false }
+            switch (lhs.outcome, rhs.outcome) {
+            case (.success, .success): return true
+            case (.failure(let a), .failure(let b)): return a == b
+            default: return false
+            }
+        }
+    }
+
+    enum Addressed: Equatable {
+        case request(ControlRequest)
+        case reply(ControlReply)
+    }
+
+    static func encode(_ request: ControlRequest) -> [UInt8] {
+        var members: [(key: String, value: JSON)] = [
+            ("kind", .string("control")), ("tag", .integer(request.tag)), ("from", .string(request.from)),
+            ("stream", .string(request.stream)),
+        ]
+        switch request.control {
+        case .trigger(let name, let arguments):
+            members += [("trigger", .string(name)),
+                        ("arguments", .object(arguments.sorted { $0.key < $1.key }.map { ($0.key, JSON.string($0.value)) }))]
+        case .input(let name, let value):
+            members += [("input", .string(name)), ("value", .string(value))]
+        }
+        return JSON.object(members).serialized
+    }
+
+    static func encode(_ reply: ControlReply) -> [UInt8] {
+        var members: [(key: String, value: JSON)] = [("kind", .string("reply")), ("tag", .integer(reply.tag))]
+        switch reply.outcome {
+        case .success:
+            members.append(("status", .integer(202)))
+        case .failure(let error):
+            members += [("status", .integer(error.status)), ("code", .string(error.code)), ("message", .string(error.message))]
+        }
+        return JSON.object(members).serialized
+    }
+
+    /// A message on a replica's own channel: a request for one of its streams, or an answer
+    /// to one of its requests. Nil for anything else.
+    static func decodeAddressed(_ bytes: [UInt8]) -> Addressed? {
+        guard let message = try? JSON(parsing: bytes), let kind = message["kind"]?.stringValue,
+              case .number(let tagText)? = message["tag"], let tag = UInt64(tagText) else { return nil }
+        switch kind {
+        case "control":
+            guard let from = message["from"]?.stringValue, let stream = message["stream"]?.stringValue else { return nil }
+            if let name = message["trigger"]?.stringValue {
+                var arguments: [String: String] = [:]
+                for (key, value) in message["arguments"]?.objectValue ?? [] { arguments[key] = value.stringValue }
+                return .request(ControlRequest(tag: tag, from: from, stream: stream, control: .trigger(name, arguments: arguments)))
+            }
+            guard let name = message["input"]?.stringValue, let value = message["value"]?.stringValue else { return nil }
+            return .request(ControlRequest(tag: tag, from: from, stream: stream, control: .input(name, value: value)))
+        case "reply":
+            guard case .number(let statusText)? = message["status"], let status = Int(statusText) else { return nil }
+            if status == 202 { return .reply(ControlReply(tag: tag, outcome: .success(()))) }
+            let error = HTTPError(
+                status: status, code: message["code"]?.stringValue ?? "cluster_error", message: message["message"]?.stringValue ?? "")
+            return .reply(ControlReply(tag: tag, outcome: .failure(error)))
+        default:
+            return nil
+        }
+    }
+}
+
+/// The names a fleet uses in Redis, all under `cluster.keyPrefix`.
+struct ClusterKeys: Sendable {
+    let prefix: String
+
+    /// The replica holding a live resource's lease (value: its replica id; expires unless renewed).
+    func lease(_ resource: String) -> String { "\(prefix):lease:\(resource)" }
+    /// Replicas with subscribers of a resource, scored by when that expires (milliseconds).
+    func interest(_ resource: String) -> String { "\(prefix):interest:\(resource)" }
+    /// The latest state of a resource, for a replica whose first subscriber just arrived.
+    func latest(_ resource: String) -> String { "\(prefix):latest:\(resource)" }
+    /// Where a resource's leader publishes each state.
+    func states(_ resource: String) -> String { "\(prefix):states:\(resource)" }
+    /// Where any replica announces a reload (the message: the resource's name).
+    var reloads: String { "\(prefix):reload" }
+    /// The replica holding a stream (value: its replica id), under the digest of the id.
+    func stream(digest: String) -> String { "\(prefix):stream:\(digest)" }
+    /// A replica's own channel: control requests for its streams, answers to its requests.
+    func replica(_ id: String) -> String { "\(prefix):replica:\(id)" }
+
+    /// The digest a stream is known by in Redis: reading Redis gives nobody a stream's id.
+    static func streamDigest(_ id: StreamID) -> String {
+        Digest.sha256Hex(Array(id.description.utf8))
+    }
+}
