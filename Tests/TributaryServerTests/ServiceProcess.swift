@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import TributaryTesting
 
 /// The `tributary` binary of this build, run as a child process with a configuration file of
@@ -63,9 +64,17 @@ final class ServiceProcess: Sendable {
         return .milliseconds(ticks * 1000 / Int(sysconf(Int32(_SC_CLK_TCK))))
     }
 
+    /// Whether the process is still running.
+    var isRunning: Bool { process.isRunning }
+
+    /// SIGKILL: the process dies at once, without its shutdown.
+    func kill() {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+    }
+
     /// Sends SIGTERM and waits for the exit; returns the exit status.
     func terminate() async -> Int32 {
-        kill(process.processIdentifier, SIGTERM)
+        Glibc.kill(process.processIdentifier, SIGTERM)
         return await exitStatus()
     }
 
