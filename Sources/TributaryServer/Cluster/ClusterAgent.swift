@@ -29,6 +29,9 @@ final class ClusterAgent {
     static let controlTimeout: Duration = .seconds(2)
     /// How long a stream's location lives in Redis unless renewed (every third of it).
     static let streamKeyLifetime: Duration = .seconds(3600)
+    /// How long a resource's latest state stays in Redis after its last update: a first
+    /// subscriber shows it at once, even after the fleet was idle a while.
+    static let latestLifetime: Duration = .seconds(3600)
 
     /// This replica's id: 128 random bits, new at every start.
     let replica = StreamID.random().description
@@ -179,7 +182,7 @@ final class ClusterAgent {
         let payload = ClusterMessage.encode(state, term: term, sequence: sequence)
         let command = RedisCommand(
             "EVAL", Self.publishScript, 3, keys.lease(name), keys.latest(name), keys.states(name),
-            replica, payload, Self.milliseconds(Self.streamKeyLifetime))
+            replica, payload, Self.milliseconds(Self.latestLifetime))
         redis.send(command) { [unowned self] result in
             if case .success(.integer(0)) = result, let resource = resources[name] { tick(resource) }
         }
