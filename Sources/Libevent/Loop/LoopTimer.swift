@@ -87,7 +87,7 @@ public final class LoopTimer {
 extension LoopTimer {
     /// A one-shot timer nobody holds: it keeps itself alive (registered with its loop, so it
     /// is freed with the loop if it never fires) until it has fired.
-    static func fireAndForget(loop: EventLoop, after delay: Duration, _ action: @escaping () -> Void) {
+    public static func fireAndForget(loop: EventLoop, after delay: Duration, _ action: @escaping () -> Void) {
         var key: ObjectIdentifier?
         let timer = LoopTimer(loop: loop) { [unowned loop] in
             if let key { loop.selfRetainedTimers[key] = nil }

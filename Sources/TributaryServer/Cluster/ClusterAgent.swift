@@ -11,6 +11,7 @@ import Redis
 /// - decides, every third of `cluster.leaseTTL`, the role of each shared live resource
 ///   (``FleetLiveResource``): lead it while holding its lease, follow the leader's states, or
 ///   rest when no replica has subscribers; and runs everything alone while Redis is away;
+///   states carry when they were produced, so no replica steps back to older data;
 /// - keeps where each of this replica's streams lives in Redis (under the digest of its id),
 ///   forwards the control of a stream it does not hold to the replica that does, and applies
 ///   the controls other replicas forward to it;
@@ -164,9 +165,8 @@ final class ClusterAgent {
             switch role {
             case "lead":
                 if case .leading = resource.role { return }
-                let term = answer.dropFirst().first?.text.flatMap(UInt64.init) ?? 0
-                logger.info("cluster: leading", metadata: ["resource": "\(name)", "term": "\(term)"])
-                resource.become(.leading(term: term))
+                logger.info("cluster: leading", metadata: ["resource": "\(name)"])
+                resource.become(.leading)
             case "follow":
                 if case .leading = resource.role { logger.info("cluster: lease lost, following", metadata: ["resource": "\(name)"]) }
                 resource.become(.following)
@@ -178,8 +178,8 @@ final class ClusterAgent {
 
     /// Sends a leader's state to the fleet: stored as the latest and published, only while
     /// this replica still holds the lease (a leader that lost it, unknowingly, is fenced off).
-    func publish(_ name: String, state: LiveState, term: UInt64, sequence: UInt64) {
-        let payload = ClusterMessage.encode(state, term: term, sequence: sequence)
+    func publish(_ name: String, state: LiveState, producedAt: UInt64) {
+        let payload = ClusterMessage.encode(state, producedAt: producedAt)
         let command = RedisCommand(
             "EVAL", Self.publishScript, 3, keys.lease(name), keys.latest(name), keys.states(name),
             replica, payload, Self.milliseconds(Self.latestLifetime))
@@ -190,17 +190,17 @@ final class ClusterAgent {
 
     /// Follows `name`'s leader: every state it publishes, and the latest at once (again after
     /// every reconnect, as what was published meanwhile is lost). Cancel to stop.
-    func follow(_ name: String, _ take: @escaping (LiveState, UInt64, UInt64) -> Void) -> AnyCancellable {
+    func follow(_ name: String, _ take: @escaping (LiveState, UInt64) -> Void) -> AnyCancellable {
         redis.subscribe(to: keys.states(name)).sink { [unowned self] event in
             switch event {
             case .subscribed:
                 redis.send(RedisCommand("GET", keys.latest(name))) { result in
                     guard case .success(let reply) = result, let bytes = reply.bytes,
                           let decoded = ClusterMessage.decodeState(bytes) else { return }
-                    take(decoded.state, decoded.term, decoded.sequence)
+                    take(decoded.state, decoded.producedAt)
                 }
             case .message(let bytes):
-                if let decoded = ClusterMessage.decodeState(bytes) { take(decoded.state, decoded.term, decoded.sequence) }
+                if let decoded = ClusterMessage.decodeState(bytes) { take(decoded.state, decoded.producedAt) }
             }
         }
     }
@@ -250,13 +250,17 @@ final class ClusterAgent {
 
     /// Applies `control` to stream `id`, held by another replica: finds which in Redis, sends
     /// it there, and hands the holder's answer to `answer` (on this loop).
+    ///
+    /// A stream Redis does not know is looked up once more after ``relookupDelay``: a Redis
+    /// that restarted empty learns where the streams are from every replica as it rejoins, a
+    /// moment after it answers again.
     func forward(_ control: StreamControl, to id: StreamID, _ answer: @escaping (Result<Void, HTTPError>) -> Void) {
         guard isConnected else { return answer(.failure(Self.unavailable)) }
         let digest = ClusterKeys.streamDigest(id)
         let unknown = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id)")
-        redis.send(RedisCommand("GET", keys.stream(digest: digest))) { [unowned self] result in
-            guard case .success(let reply) = result else { return answer(.failure(Self.unavailable)) }
-            guard let holder = reply.text, holder != replica else { return answer(.failure(unknown)) }
+        locate(digest, retrying: true) { [unowned self] holder in
+            guard let holder else { return answer(.failure(unknown)) }
+            guard holder != replica else { return answer(.failure(unknown)) }
             nextTag += 1
             let tag = nextTag
             let deadline = LoopTimer(loop: loop) { [unowned self] in
@@ -273,6 +277,25 @@ final class ClusterAgent {
                     redis.send(RedisCommand("DEL", keys.stream(digest: digest))) { _ in }
                     return complete(tag, .failure(unknown))
                 }
+            }
+        } unavailable: {
+            answer(.failure(Self.unavailable))
+        }
+    }
+
+    /// How long a lookup that found no stream waits before asking Redis once more.
+    static let relookupDelay: Duration = .milliseconds(150)
+
+    /// The replica holding the stream with `digest` (nil: none), from Redis.
+    private func locate(
+        _ digest: String, retrying: Bool, _ found: @escaping (String?) -> Void, unavailable: @escaping () -> Void
+    ) {
+        redis.send(RedisCommand("GET", keys.stream(digest: digest))) { [unowned self] result in
+            guard case .success(let reply) = result else { return unavailable() }
+            if let holder = reply.text { return found(holder) }
+            guard retrying else { return found(nil) }
+            LoopTimer.fireAndForget(loop: loop, after: Self.relookupDelay) { [weak self] in
+                self?.locate(digest, retrying: false, found, unavailable: unavailable)
             }
         }
     }
@@ -314,8 +337,7 @@ final class ClusterAgent {
     /// KEYS: lease, interest. ARGV: replica, lease TTL (ms), interested (0/1).
     /// Notes this replica's interest (it expires with the lease TTL), then: a holder keeps the
     /// lease while any replica is interested and releases it otherwise; an interested replica
-    /// takes a free lease or follows its holder. A new holder's term is Redis's clock in
-    /// microseconds: it orders leaders even across a restart of Redis that lost every key.
+    /// takes a free lease or follows its holder. Times are Redis's own.
     static let leaseScript = """
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -337,7 +359,7 @@ final class ClusterAgent {
         if ARGV[3] ~= '1' then return {'idle'} end
         if holder then return {'follow'} end
         redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-        return {'lead', t[1] .. string.format('%06d', tonumber(t[2]))}
+        return {'lead'}
         """
 
     /// KEYS: lease, latest, states. ARGV: replica, state, latest's lifetime (ms). 1 when sent.

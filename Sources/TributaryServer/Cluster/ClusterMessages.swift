@@ -3,9 +3,9 @@ import Libevent
 
 /// What replicas tell each other through Redis, and how it is written.
 ///
-/// - A live resource's state, from its leader: a header line `v1 <term> <sequence>`, a line
-///   with the refresh's error as JSON (`null` when it succeeded), then the snapshot's JSON as
-///   is (empty when there is none yet). Versions are content hashes, so followers compute the
+/// - A live resource's state, from its leader: a header line `v1 <produced at>` (wall-clock
+///   milliseconds), a line with the refresh's error as JSON (`null` when it succeeded), then
+///   the snapshot's JSON as is (empty when there is none yet). Versions are content hashes, so followers compute the
 ///   same `id:` from the same bytes.
 /// - A control request for a stream (to the replica holding it) and its answer: small JSON
 ///   objects. A stream is named by the digest of its id (``ClusterKeys/streamDigest(_:)``),
@@ -13,8 +13,8 @@ import Libevent
 enum ClusterMessage {
     // MARK: - Live states
 
-    static func encode(_ state: LiveState, term: UInt64, sequence: UInt64) -> [UInt8] {
-        var bytes = Array("v1 \(term) \(sequence)\n".utf8)
+    static func encode(_ state: LiveState, producedAt: UInt64) -> [UInt8] {
+        var bytes = Array("v1 \(producedAt)\n".utf8)
         if let error = state.error {
             bytes += JSON.object([
                 ("code", .string(error.code.rawValue)), ("upstream", .string(error.upstream)),
@@ -28,11 +28,11 @@ enum ClusterMessage {
         return bytes
     }
 
-    static func decodeState(_ bytes: [UInt8]) -> (state: LiveState, term: UInt64, sequence: UInt64)? {
+    static func decodeState(_ bytes: [UInt8]) -> (state: LiveState, producedAt: UInt64)? {
         guard let firstEnd = bytes.firstIndex(of: 0x0A),
               let secondEnd = bytes[(firstEnd + 1)...].firstIndex(of: 0x0A) else { return nil }
         let header = String(decoding: bytes[..<firstEnd], as: UTF8.self).split(separator: " ")
-        guard header.count == 3, header[0] == "v1", let term = UInt64(header[1]), let sequence = UInt64(header[2]),
+        guard header.count == 2, header[0] == "v1", let producedAt = UInt64(header[1]),
               let error = try? JSON(parsing: Array(bytes[(firstEnd + 1)..<secondEnd])) else { return nil }
         var state = LiveState()
         if case .object = error {
@@ -43,7 +43,7 @@ enum ClusterMessage {
         }
         let snapshot = Array(bytes[(secondEnd + 1)...])
         if !snapshot.isEmpty { state.snapshot = Snapshot(json: snapshot) }
-        return (state, term, sequence)
+        return (state, producedAt)
     }
 
     // MARK: - Stream control

@@ -1,4 +1,5 @@
 import Aggregation
+import Glibc
 import CoreMetrics
 import Libevent
 import OpenCombine
@@ -17,15 +18,20 @@ import Rivers
 /// The ``ClusterAgent`` decides the role on every tick from the resource's lease in Redis; the
 /// subscribers see one stream of states whatever the role does underneath: switching from
 /// following to leading (the holder died) or from standalone to following (Redis is back)
-/// keeps the latest state and sends no error. States carry their leader's term (when it took
-/// the lease, by Redis's clock) and a sequence number, so a follower never goes back to an
-/// older state. Loop-confined to the first
+/// keeps the latest state and sends no error.
+///
+/// Subscribers never step back to older data. Every state carries when the pipeline that
+/// made it produced it (wall-clock milliseconds; replicas' clocks are assumed synchronised
+/// to well under a refresh interval), and a replica takes in only states newer than the one
+/// it shows. That covers what terms alone would not: while Redis is away every replica runs
+/// alone, so when the fleet forms again a follower may have shown newer data than the
+/// leader's latest, and keeps it until the leader refreshes past it. Loop-confined to the first
 /// worker's loop; the process's other workers reach it through ``RemoteLiveResource``.
 final class FleetLiveResource: LiveSource {
     enum Role: Equatable {
         case idle
         case standalone
-        case leading(term: UInt64)
+        case leading
         case following
     }
 
@@ -44,9 +50,8 @@ final class FleetLiveResource: LiveSource {
     private let local: LiveResource
     private unowned let agent: ClusterAgent
     private let latest = CurrentValueSubject<LiveState?, Never>(nil)
-    /// The newest (term, sequence) taken in: older ones are dropped.
-    private var newest: (term: UInt64, sequence: UInt64) = (0, 0)
-    private var sequence: UInt64 = 0
+    /// When the state shown was produced (milliseconds since 1970); older ones are dropped.
+    private var shownAt: UInt64 = 0
     private var pipeline: AnyCancellable?
     private var relay: AnyCancellable?
     private let leaseHeld: Gauge
@@ -85,27 +90,26 @@ final class FleetLiveResource: LiveSource {
         case .standalone:
             relay = nil
             startPipeline()
-        case .leading(let term):
+        case .leading:
             relay = nil
-            sequence = 0
-            newest = (term, 0)
             leaseHeld.record(1)
-            // A leader that already runs the pipeline (it ran alone) publishes its latest at once.
-            if pipeline != nil, let state = latest.value { publish(state) }
+            // A leader that already runs the pipeline (it ran alone) publishes its latest at
+            // once; followers that showed newer data meanwhile keep theirs.
+            if pipeline != nil, let state = latest.value { publish(state, producedAt: shownAt) }
             startPipeline()
         case .following:
             stopPipeline()
-            relay = agent.follow(name) { [unowned self] state, term, sequence in
-                take(state, term: term, sequence: sequence)
-            }
+            relay = agent.follow(name) { [unowned self] state, producedAt in take(state, producedAt: producedAt) }
         }
     }
 
     private func startPipeline() {
         guard pipeline == nil else { return }
         pipeline = local.states.sink { [unowned self] state in
+            let now = Self.wallClockMilliseconds()
+            shownAt = max(now, shownAt + 1)
             latest.send(state)
-            publish(state)
+            publish(state, producedAt: shownAt)
         }
     }
 
@@ -114,17 +118,22 @@ final class FleetLiveResource: LiveSource {
     }
 
     /// Sends a state of the local pipeline to the fleet, when leading.
-    private func publish(_ state: LiveState) {
-        guard case .leading(let term) = role else { return }
-        sequence += 1
-        agent.publish(name, state: state, term: term, sequence: sequence)
+    private func publish(_ state: LiveState, producedAt: UInt64) {
+        guard case .leading = role else { return }
+        agent.publish(name, state: state, producedAt: producedAt)
     }
 
-    /// A state from the fleet's leader, when following.
-    private func take(_ state: LiveState, term: UInt64, sequence: UInt64) {
-        guard role == .following, term > newest.term || (term == newest.term && sequence > newest.sequence) else { return }
-        newest = (term, sequence)
+    /// A state from the fleet's leader, when following: taken only if newer than the one shown.
+    private func take(_ state: LiveState, producedAt: UInt64) {
+        guard role == .following, producedAt > shownAt else { return }
+        shownAt = producedAt
         latest.send(state)
+    }
+
+    private static func wallClockMilliseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec / 1_000_000)
     }
 
     private func subscribersChanged(by change: Int) {
