@@ -50,7 +50,7 @@ public final class RedisServerProcess: Sendable {
         // another one (three tries), unless the caller chose the port.
         var attempt = 1
         while true {
-            let server = RedisServerProcess(port: try port ?? freePort(), password: password, directory: try makeDirectory())
+            let server = RedisServerProcess(port: try port ?? LoopbackPort.free(), password: password, directory: try makeDirectory())
             do {
                 try await server.launch(timeout: timeout)
                 return server
@@ -114,35 +114,6 @@ public final class RedisServerProcess: Sendable {
         waitpid(pid, nil, 0)
     }
 
-    /// A loopback TCP port nothing uses now, below the kernel's ephemeral range: a port the
-    /// kernel picks for port 0 is also a candidate source port of every outgoing connection,
-    /// so another test's client could take it before the server binds it (or while it is
-    /// down, before ``restart()``).
-    public static func freePort() throws -> UInt16 {
-        let ephemeralStart = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
-            .flatMap { $0.split(whereSeparator: \.isWhitespace).first }
-            .flatMap { Int($0) } ?? 32768
-        let candidates = 10_000..<max(ephemeralStart, 10_001)
-        for _ in 0..<100 {
-            let port = UInt16(Int.random(in: candidates))
-            if isFree(port) { return port }
-        }
-        throw RedisServerError("no free loopback port found below \(ephemeralStart)")
-    }
-
-    private static func isFree(_ port: UInt16) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
-
     // MARK: - Running the process
 
     private func launch(timeout: Duration) async throws {
@@ -163,63 +134,14 @@ public final class RedisServerProcess: Sendable {
         }
     }
 
-    private static let exitedMarker = "[redis-server output ended]"
+    private static let exitedMarker = ChildProcess.outputEndedMarker
 
-    /// Spawns `arguments` with stdout and stderr into a pipe that a thread reads into `output`.
     private static func spawn(_ arguments: [String], output: Observed<String>) throws -> pid_t {
-        var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else { throw RedisServerError("pipe failed") }
-        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
-        // Other processes spawned meanwhile must not inherit the write end: the reader would
-        // never see EOF. (The child gets its copies through dup2, which clears the flag.)
-        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
-
-        // The child starts with no signal blocked and default handlers: the test process
-        // ignores SIGPIPE and its threads may block signals, and both would be inherited
-        // (a redis-server that never sees SIGTERM).
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
-        var pid: pid_t = 0
-        let status = posix_spawnp(&pid, "redis-server", &actions, &attributes, argv, environ)
-        close(writeEnd)
-        guard status == 0 else {
-            close(readEnd)
-            throw RedisServerError("cannot run redis-server (\(String(cString: strerror(status)))): install the redis-server package")
+        do {
+            return try ChildProcess.spawn("redis-server", arguments, output: output)
+        } catch {
+            throw RedisServerError("\(error): install the redis-server package")
         }
-        let reader = Thread {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                let text = String(decoding: buffer[..<count], as: UTF8.self)
-                output.update { $0 += text }
-            }
-            close(readEnd)
-            output.update { $0 += "\n" + exitedMarker }
-        }
-        reader.start()
-        return pid
     }
 }
 

@@ -76,7 +76,7 @@ struct RedisOutageTests {
 
     @Test("Redis unreachable at start: attempts back off instead of spinning, commands fail fast, and the client joins once Redis is there")
     func unreachableAtStart() async throws {
-        let port = try RedisServerProcess.freePort()
+        let port = try LoopbackPort.free()
         let harness = try await RedisHarness("redis://127.0.0.1:\(port)", Self.quick)
         #expect(await harness.failures.wait(timeout: .seconds(5)) { !$0.isEmpty })
         // The window is the measurement: attempts counted over 1.5 s of the loop's clock.
