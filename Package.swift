@@ -159,6 +159,8 @@ let package = Package(
             dependencies: [
                 "TributaryServer", "Aggregation", "Libevent", "Redis", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
+                // deploy/compose.yaml read as Docker Compose reads it (DeployFilesTests).
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strictSettings
         ),
