@@ -17,6 +17,7 @@
 # starts but answers 502. Every other setting is overridable the same way, without a new image:
 #   TRIBUTARY_LISTEN (0.0.0.0:8080 here)   TRIBUTARY_WORKERS (one event loop per core you give it)
 #   TRIBUTARY_LOG_LEVEL                    TRIBUTARY_ADMIN_TOKEN   TRIBUTARY_CORS_ORIGINS
+#   TRIBUTARY_REDIS_URL (redis://HOST:PORT: join a fleet of replicas; deploy/compose.yaml runs three)
 #   TRIBUTARY_CONFIG: a whole configuration of your own, e.g.
 #       docker run -v $PWD/prod.yaml:/etc/tributary/prod.yaml:ro \
 #           -e TRIBUTARY_CONFIG=/etc/tributary/prod.yaml tributary
@@ -31,9 +32,10 @@
 # ---------------------------------------------------------------------------------------- build
 FROM swift:6.3.1-bookworm AS build
 
-# libevent and OpenSSL headers for the CLibevent system library target.
+# libevent and OpenSSL headers for the CLibevent system library target, hiredis (and its
+# libevent adapter header) for CHiredis: the fleet speaks to Redis with it.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libevent-dev libssl-dev \
+ && apt-get install -y --no-install-recommends libevent-dev libssl-dev libhiredis-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -55,7 +57,8 @@ FROM debian:bookworm-slim AS runtime
 
 # Exactly the packages that provide what `ldd tributary` lists beyond the base image (glibc,
 # libstdc++6 and libgcc-s1 are in it already; libevent_core comes through libevent_pthreads and
-# libevent_openssl), plus the CA certificates HTTPS upstreams are verified against.
+# libevent_openssl; libhiredis for the fleet's Redis), plus the CA certificates HTTPS
+# upstreams are verified against.
 # scripts/check-runtime-image fails when this list and ldd disagree, either way.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
@@ -64,6 +67,7 @@ RUN apt-get update \
         libevent-core-2.1-7 \
         libevent-openssl-2.1-7 \
         libevent-pthreads-2.1-7 \
+        libhiredis0.14 \
         libssl3 \
  && rm -rf /var/lib/apt/lists/*
 
