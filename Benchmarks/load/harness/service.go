@@ -223,3 +223,22 @@ func (s *Service) Gauges(resource string) (subscribers, pipelines string) {
 	}
 	return subscribers, pipelines
 }
+
+// Metric is the value of the series `series` (a name with its labels as /metrics writes
+// them, e.g. `tributary_cluster_lease_held{resource="groups"}`) in the service's /metrics;
+// false if the service did not answer or has no such series.
+func (s *Service) Metric(series string) (float64, bool) {
+	response, err := probe.Get("http://" + s.Addr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer response.Body.Close()
+	body, _ := io.ReadAll(response.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, series+" ") {
+			number, err := strconv.ParseFloat(strings.TrimSpace(line[len(series)+1:]), 64)
+			return number, err == nil
+		}
+	}
+	return 0, false
+}

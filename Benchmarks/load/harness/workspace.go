@@ -6,18 +6,20 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"syscall"
 )
 
 // Workspace is a tool's temporary work directory (generated configuration, service logs)
-// and the service under test in it. From NewWorkspace on, SIGINT and SIGTERM kill that
-// service by its PID, remove the directory unless it is kept, and end the tool with status
-// 130.
+// and the processes under test in it: the services it started (several for the fleet's
+// replicas) and a redis-server. From NewWorkspace on, SIGINT and SIGTERM kill each of them by
+// its PID, remove the directory unless it is kept, and end the tool with status 130.
 type Workspace struct {
-	Dir     string
-	keep    bool
-	service atomic.Pointer[Service]
+	Dir      string
+	keep     bool
+	mu       sync.Mutex
+	services []*Service
+	redis    *Redis
 }
 
 // NewWorkspace creates the directory (tributary-TOOL.* in the temporary directory) and
@@ -33,9 +35,16 @@ func NewWorkspace(tool string, keep bool) (*Workspace, error) {
 	go func() {
 		<-signals
 		fmt.Fprintln(os.Stderr, "interrupted: stopping")
-		if s := w.service.Load(); s != nil && s.Alive() {
-			_ = syscall.Kill(s.PID, syscall.SIGKILL)
+		w.mu.Lock()
+		for _, s := range w.services {
+			if s.Alive() {
+				_ = syscall.Kill(s.PID, syscall.SIGKILL)
+			}
 		}
+		if w.redis != nil {
+			w.redis.Kill()
+		}
+		w.mu.Unlock()
 		w.remove()
 		os.Exit(130)
 	}()
@@ -43,31 +52,49 @@ func NewWorkspace(tool string, keep bool) (*Workspace, error) {
 }
 
 // StartService starts the service as StartService does, its output in the file logName of
-// the directory, and makes it the one an interrupt or Close stops.
+// the directory, and adds it to those an interrupt or Close stops.
 func (w *Workspace) StartService(bin, configPath, logName string, workers int) (*Service, error) {
-	s, err := StartService(bin, configPath, filepath.Join(w.Dir, logName), workers)
-	if err == nil {
-		w.service.Store(s)
-	}
-	return s, err
+	return w.StartServiceWith(ServiceOptions{Bin: bin, ConfigPath: configPath, Workers: workers}, logName)
 }
 
 // StartServiceWith starts the service as StartServiceWith does, its output in the file
-// logName of the directory (o.LogPath is ignored), and makes it the one an interrupt or
+// logName of the directory (o.LogPath is ignored), and adds it to those an interrupt or
 // Close stops.
 func (w *Workspace) StartServiceWith(o ServiceOptions, logName string) (*Service, error) {
 	o.LogPath = filepath.Join(w.Dir, logName)
 	s, err := StartServiceWith(o)
 	if err == nil {
-		w.service.Store(s)
+		w.mu.Lock()
+		w.services = append(w.services, s)
+		w.mu.Unlock()
 	}
 	return s, err
 }
 
-// Close stops the service, if it still runs, and removes the directory unless it is kept.
+// StartRedis starts a redis-server as StartRedis does, its output in redis.log of the
+// directory, and makes it the one an interrupt or Close stops.
+func (w *Workspace) StartRedis() (*Redis, error) {
+	r, err := StartRedis(w.Dir)
+	if err == nil {
+		w.mu.Lock()
+		w.redis = r
+		w.mu.Unlock()
+	}
+	return r, err
+}
+
+// Close stops every service that still runs and the redis-server, and removes the
+// directory unless it is kept.
 func (w *Workspace) Close() {
-	if s := w.service.Load(); s != nil {
+	w.mu.Lock()
+	services, redis := w.services, w.redis
+	w.services, w.redis = nil, nil
+	w.mu.Unlock()
+	for _, s := range services {
 		s.Stop()
+	}
+	if redis != nil {
+		redis.Stop()
 	}
 	w.remove()
 }

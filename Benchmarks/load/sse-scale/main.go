@@ -104,36 +104,36 @@ func main() {
 func measure(s *harness.Service, up *upstream, count, updates, connecting int) (runResult, error) {
 	var result runResult
 	// Warm-up: the code paths, the pipeline and the allocator's first arenas.
-	warm, err := newClient(s.Port, 100, connecting)
+	warm, err := harness.NewSSEClients([]int{s.Port}, "/groups", 100, connecting)
 	if err != nil {
 		return result, err
 	}
-	ok, err := warm.run(time.Now().Add(30*time.Second), func() bool { return warm.firstSnapshots+warm.lost >= 100 && warm.next == 100 })
-	warm.closeAll()
-	if err != nil || !ok || warm.lost > 0 {
-		return result, fmt.Errorf("warm-up failed (err %v, lost %d)", err, warm.lost)
+	ok, err := warm.Run(time.Now().Add(30*time.Second), func() bool { return warm.FirstSnapshots+warm.Lost >= 100 && warm.Next == 100 })
+	warm.CloseAll()
+	if err != nil || !ok || warm.Lost > 0 {
+		return result, fmt.Errorf("warm-up failed (err %v, lost %d)", err, warm.Lost)
 	}
 	time.Sleep(time.Second)
 	result.rssBefore = s.RSSKiB()
 
-	c, err := newClient(s.Port, count, connecting)
+	c, err := harness.NewSSEClients([]int{s.Port}, "/groups", count, connecting)
 	if err != nil {
 		return result, err
 	}
-	defer c.closeAll()
+	defer c.CloseAll()
 	started := time.Now()
-	ok, err = c.run(started.Add(180*time.Second), func() bool { return c.next == count && c.firstSnapshots+c.lost >= count })
+	ok, err = c.Run(started.Add(180*time.Second), func() bool { return c.Next == count && c.FirstSnapshots+c.Lost >= count })
 	if err != nil {
 		return result, err
 	}
 	if !ok {
-		return result, fmt.Errorf("only %d of %d subscribers had a snapshot after 180 s (%d lost)", c.firstSnapshots, count, c.lost)
+		return result, fmt.Errorf("only %d of %d subscribers had a snapshot after 180 s (%d lost)", c.FirstSnapshots, count, c.Lost)
 	}
 	result.connectTime = time.Since(started)
-	if c.lost > 0 {
-		return result, fmt.Errorf("%d of %d subscribers failed while connecting, e.g. %q", c.lost, count, firstFailure(c))
+	if c.Lost > 0 {
+		return result, fmt.Errorf("%d of %d subscribers failed while connecting, e.g. %q", c.Lost, count, firstFailure(c))
 	}
-	c.run(time.Now().Add(2*time.Second), func() bool { return false }) // settle, still reading
+	c.Run(time.Now().Add(2*time.Second), func() bool { return false }) // settle, still reading
 	result.rssAfter = s.RSSKiB()
 	result.perSubscriber = float64(result.rssAfter-result.rssBefore) * 1024 / float64(count)
 
@@ -142,8 +142,8 @@ func measure(s *harness.Service, up *upstream, count, updates, connecting int) (
 	reloader := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for round := 0; round < updates; round++ {
 		version := up.version.Add(1)
-		c.target = version
-		c.reached = 0
+		c.Target = version
+		c.Reached = 0
 		ackCh := make(chan time.Duration, 1)
 		var reloadFailure string
 		cpuBefore := s.CPUTicks()
@@ -168,9 +168,9 @@ func measure(s *harness.Service, up *upstream, count, updates, connecting int) (
 			response.Body.Close()
 			ackCh <- time.Since(sent)
 		}()
-		c.waits, c.waitEvents, c.fullBatches = 0, 0, 0
-		c.run(sent.Add(30*time.Second), func() bool { return c.reached+c.lost >= count })
-		waits, waitEvents, fullBatches := c.waits, c.waitEvents, c.fullBatches
+		c.Waits, c.WaitEvents, c.FullBatches = 0, 0, 0
+		c.Run(sent.Add(30*time.Second), func() bool { return c.Reached+c.Lost >= count })
+		waits, waitEvents, fullBatches := c.Waits, c.WaitEvents, c.FullBatches
 		cpuAfter := s.CPUTicks()
 		clientCPU := selfCPU() - clientBefore
 		preempted := s.InvoluntarySwitches() - preemptedBefore
@@ -181,9 +181,9 @@ func measure(s *harness.Service, up *upstream, count, updates, connecting int) (
 		}
 		var latencies []time.Duration
 		missed := 0
-		for _, sub := range c.subs {
-			if sub.state != stClosed && sub.version == version {
-				latencies = append(latencies, sub.arrived.Sub(sent))
+		for _, sub := range c.Subs {
+			if sub.State != harness.StClosed && sub.Version == version {
+				latencies = append(latencies, sub.Arrived.Sub(sent))
 			} else {
 				missed++
 			}
@@ -197,13 +197,13 @@ func measure(s *harness.Service, up *upstream, count, updates, connecting int) (
 			r.p99 = harness.Percentile(latencies, 99)
 			r.max = latencies[len(latencies)-1]
 		}
-		c.run(time.Now().Add(time.Second), func() bool { return false })
+		c.Run(time.Now().Add(time.Second), func() bool { return false })
 		r.rssKB = s.RSSKiB()
 		result.rounds = append(result.rounds, r)
 	}
 	result.rssAfterUpdates = s.RSSKiB()
 	result.perSubscriberUpdated = float64(result.rssAfterUpdates-result.rssBefore) * 1024 / float64(count)
-	result.lost = c.lost
+	result.lost = c.Lost
 	if !s.Alive() {
 		return result, fmt.Errorf("tributary exited during the run: %v", s.ExitErr())
 	}
@@ -237,10 +237,10 @@ func startProfile(pid int) func() {
 	}
 }
 
-func firstFailure(c *client) string {
-	for _, s := range c.subs {
-		if s != nil && s.closeWhy != "" {
-			return s.closeWhy
+func firstFailure(c *harness.SSEClients) string {
+	for _, s := range c.Subs {
+		if s != nil && s.CloseWhy != "" {
+			return s.CloseWhy
 		}
 	}
 	return ""
