@@ -141,6 +141,23 @@ struct DeployFilesTests {
         #expect(verdict.output.contains("test is successful"))
     }
 
+    @Test("the shipped configuration's commented cluster example loads once uncommented, and as shipped it runs alone")
+    func shippedClusterExample() throws {
+        #expect(try Configuration.load(yaml: ConfigurationTests.shipped, file: "config/tributary.yaml").cluster == nil)
+        // The block from `# cluster:` through its indented lines, without the `# `.
+        var lines = ConfigurationTests.shipped.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var index = try #require(lines.firstIndex(of: "# cluster:"))
+        repeat {
+            lines[index] = String(lines[index].dropFirst(2))
+            index += 1
+        } while lines[index].hasPrefix("#   ")
+        let uncommented = lines.joined(separator: "\n")
+        let cluster = try #require(try Configuration.load(yaml: uncommented, file: "config/tributary.yaml").cluster)
+        #expect(cluster.redis == (try RedisEndpoint("redis://127.0.0.1:6379")))
+        #expect(cluster.leaseTTL == .seconds(3))
+        #expect(cluster.keyPrefix == "tributary")
+    }
+
     @Test("the template keeps event streams flowing: no buffering, a long read timeout, HTTP/1.1 keep-alive to the replicas, the client's address passed on")
     func streamSafeSettings() throws {
         let template = try String(contentsOf: NginxProcess.deployTemplate, encoding: .utf8)
