@@ -64,7 +64,12 @@ struct FleetThroughNginxTests {
     /// The upstream's list call that a `/groups` snapshot shows (``FleetTests/CountingUpstream``
     /// names its group after the call).
     static func listCall(of snapshot: ServerSentEvent) -> Int? {
-        snapshot.data.firstMatch(of: /"name":"call (\d+)"/).flatMap { Int($0.1) }
+        listCall(in: snapshot.data)
+    }
+
+    /// The list call a `/groups` document shows.
+    static func listCall(in document: String) -> Int? {
+        document.firstMatch(of: /"name":"call (\d+)"/).flatMap { Int($0.1) }
     }
 
     @Test("a trigger sent through nginx lands on another replica than the stream's and reaches the stream; an unknown stream is 404")
