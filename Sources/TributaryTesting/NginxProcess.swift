@@ -55,6 +55,8 @@ public final class NginxProcess: Sendable {
     public static func variables(listenPort port: UInt16, replicas: [UInt16]) -> [String: String] {
         [
             "NGINX_LISTEN": "127.0.0.1:\(port)",
+            // Into ``output``, with the error log.
+            "NGINX_ACCESS_LOG": "/dev/stdout",
             "NGINX_TRIBUTARY_SERVERS": replicas.map { "server 127.0.0.1:\($0);" }.joined(separator: " "),
         ]
     }

@@ -97,9 +97,10 @@ struct FleetThroughNginxTests {
             servedBy = deployment.nginx.servingPorts(ofRequestsContaining: triggers).compactMap(deployment.replica(onPort:))
         }
         #expect(servedBy.contains { $0 != holder }, "the stream is on replica \(holder); the triggers landed on \(servedBy)")
-        // The replica that served the trigger says so in its own access log, too.
+        // The replica that served the trigger says so in its own access log, too (read from
+        // its standard error as it comes).
         for replica in Set(servedBy) {
-            #expect(deployment.replicas[replica].output.value.contains("POST /streams/\(id)/triggers/loadMore"))
+            #expect(await deployment.replicas[replica].output.wait(timeout: .seconds(5)) { $0.contains("POST /streams/\(id)/triggers/loadMore") })
         }
 
         let unknown = try await TestHTTP.request(port: deployment.nginx.port, "POST", "/streams/\(StreamIDs.random)/triggers/reload")
