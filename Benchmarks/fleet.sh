@@ -8,7 +8,7 @@
 #     refresh interval + 1 s);
 #   - 10,000 SSE subscribers spread over 3 replicas: one update reaches all (goal: p99 ≤ 300 ms).
 #
-#   Benchmarks/fleet.sh                                  (all four phases; ~5 minutes)
+#   Benchmarks/fleet.sh                                  (all four phases; ~4 minutes on a quiet machine)
 #   Benchmarks/fleet.sh -phases trigger -triggers 200    (one phase, fewer rounds)
 #   Benchmarks/fleet.sh -kills 20 -lease-ttl 3s -failover-refresh 1s -subscribers 10000 -updates 5
 #
