@@ -3,23 +3,18 @@ import Glibc
 import Testing
 import TributaryTesting
 
-/// A defect of the fleet found while deploying it, kept as a failing test until it is fixed
-/// (the fleet's code is not this test's to change).
+/// After Redis returns, no subscriber steps back to older data (a defect found while
+/// deploying the fleet, now fixed: states carry when they were produced).
 ///
 /// While Redis is away every replica runs its own pipeline, so when it comes back a
 /// follower's subscribers may have been shown a newer snapshot than the one the new leader
-/// holds. `FleetLiveResource.become(.leading)` publishes the leader's latest state at once
-/// ("a leader that already runs the pipeline (it ran alone) publishes its latest at once"),
-/// and `take(_:term:sequence:)` accepts it because its term is new: the follower's
-/// subscribers step back to older data for up to one refresh interval, although
-/// FleetLiveResource's own documentation says "a follower never goes back to an older
-/// state" and the data a subscriber has seen should only move forward.
+/// holds, which the leader publishes at once.
 ///
 /// Reproduction, made deterministic: two replicas, no interval refresh; Redis killed; the
 /// follower, running alone, refreshes (on going alone, and on a local reload) past the
 /// leader's latest; the follower is paused (SIGSTOP) while Redis restarts, so the old leader
-/// takes the lease again; resumed, the follower relays the leader's older state.
-@Suite("The fleet after Redis returns (a known defect)")
+/// takes the lease again; resumed, the follower must not relay the leader's older state.
+@Suite("The fleet after Redis returns")
 struct FleetRejoinTests {
     @Test("after Redis returns, a follower's subscribers are never sent an older snapshot than they were already shown")
     func noStepBackAfterRedisReturns() async throws {

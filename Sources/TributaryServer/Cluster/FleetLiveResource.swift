@@ -108,8 +108,10 @@ final class FleetLiveResource: LiveSource {
         pipeline = local.states.sink { [unowned self] state in
             let now = Self.wallClockMilliseconds()
             shownAt = max(now, shownAt + 1)
-            latest.send(state)
+            // The fleet first: the other replicas' subscribers wait on Redis's round trip,
+            // this replica's own on nothing but the loop.
             publish(state, producedAt: shownAt)
+            latest.send(state)
         }
     }
 
