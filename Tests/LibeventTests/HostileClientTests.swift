@@ -179,7 +179,7 @@ struct HostileClientTests {
         }
         #expect(closed, "still open after \(ContinuousClock.now - opened)")
         #expect(ContinuousClock.now - opened >= .milliseconds(380))
-        #expect(ContinuousClock.now - opened < .milliseconds(1500))
+        #expect(ContinuousClock.now - opened < .seconds(3), "closed about when the 400 ms ran out, not at the end of the trickle")
         await server.stop()
     }
 
@@ -199,7 +199,7 @@ struct HostileClientTests {
             }
         }
         #expect(closed, "still open after \(ContinuousClock.now - answered)")
-        #expect(ContinuousClock.now - answered < .milliseconds(1500))
+        #expect(ContinuousClock.now - answered < .seconds(3), "closed about when the 400 ms ran out, not at the end of the trickle")
         await server.stop()
     }
 
@@ -327,7 +327,7 @@ struct HostileClientTests {
         let closedAt = ContinuousClock.now
         gone.close()
         #expect(await disconnects.wait(timeout: .seconds(2)) { $0 == 1 })
-        #expect(ContinuousClock.now - closedAt < .milliseconds(250))
+        #expect(ContinuousClock.now - closedAt < .seconds(2), "at once, not at the next heartbeat")
         try await server.thread.run { _ in for stream in streams.value { stream.release() } }
         await server.stop()
     }
