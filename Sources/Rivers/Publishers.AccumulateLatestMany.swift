@@ -78,6 +78,7 @@ extension Publishers {
         {
             let inner = Inner(downstream: subscriber, count: publishers.count)
             subscriber.receive(subscription: inner)
+            inner.start()
             inner.subscribe(publishers)
         }
     }
@@ -101,7 +102,7 @@ extension Publishers.AccumulateLatestMany {
         }
 
         func subscribe(_ publishers: [Upstream]) {
-            let store: (Int, Upstream.Output) -> Void = { [unowned self] index, value in
+            let store = LatestStore<Upstream.Output, Downstream>(engine: self) { [unowned self] index, value in
                 if self.isComplete {
                     self.values[index] = value
                 } else {
@@ -109,7 +110,7 @@ extension Publishers.AccumulateLatestMany {
                 }
             }
             for (index, publisher) in publishers.enumerated() {
-                subscribe(publisher, with: LatestSide(engine: self, index: index, store: store))
+                subscribe(publisher, at: index, storingIn: store)
             }
         }
 

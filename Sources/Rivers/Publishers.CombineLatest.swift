@@ -172,6 +172,7 @@ extension Publishers {
         {
             let inner = Inner(downstream: subscriber)
             subscriber.receive(subscription: inner)
+            inner.start()
             inner.subscribe(a, b)
         }
     }
@@ -218,6 +219,7 @@ extension Publishers {
         {
             let inner = Inner(downstream: subscriber)
             subscriber.receive(subscription: inner)
+            inner.start()
             inner.subscribe(a, b, c)
         }
     }
@@ -268,6 +270,7 @@ extension Publishers {
         {
             let inner = Inner(downstream: subscriber)
             subscriber.receive(subscription: inner)
+            inner.start()
             inner.subscribe(a, b, c, d)
         }
     }
@@ -287,8 +290,8 @@ extension Publishers.CombineLatest {
         }
 
         func subscribe(_ a: A, _ b: B) {
-            subscribe(a, with: LatestSide(engine: self, index: 0) { [unowned self] in self.a = $1 })
-            subscribe(b, with: LatestSide(engine: self, index: 1) { [unowned self] in self.b = $1 })
+            subscribe(a, at: 0, storingIn: LatestStore(engine: self) { [unowned self] in self.a = $1 })
+            subscribe(b, at: 1, storingIn: LatestStore(engine: self) { [unowned self] in self.b = $1 })
         }
 
         override func snapshot() -> Downstream.Input {
@@ -311,9 +314,9 @@ extension Publishers.CombineLatest3 {
         }
 
         func subscribe(_ a: A, _ b: B, _ c: C) {
-            subscribe(a, with: LatestSide(engine: self, index: 0) { [unowned self] in self.a = $1 })
-            subscribe(b, with: LatestSide(engine: self, index: 1) { [unowned self] in self.b = $1 })
-            subscribe(c, with: LatestSide(engine: self, index: 2) { [unowned self] in self.c = $1 })
+            subscribe(a, at: 0, storingIn: LatestStore(engine: self) { [unowned self] in self.a = $1 })
+            subscribe(b, at: 1, storingIn: LatestStore(engine: self) { [unowned self] in self.b = $1 })
+            subscribe(c, at: 2, storingIn: LatestStore(engine: self) { [unowned self] in self.c = $1 })
         }
 
         override func snapshot() -> Downstream.Input {
@@ -337,10 +340,10 @@ extension Publishers.CombineLatest4 {
         }
 
         func subscribe(_ a: A, _ b: B, _ c: C, _ d: D) {
-            subscribe(a, with: LatestSide(engine: self, index: 0) { [unowned self] in self.a = $1 })
-            subscribe(b, with: LatestSide(engine: self, index: 1) { [unowned self] in self.b = $1 })
-            subscribe(c, with: LatestSide(engine: self, index: 2) { [unowned self] in self.c = $1 })
-            subscribe(d, with: LatestSide(engine: self, index: 3) { [unowned self] in self.d = $1 })
+            subscribe(a, at: 0, storingIn: LatestStore(engine: self) { [unowned self] in self.a = $1 })
+            subscribe(b, at: 1, storingIn: LatestStore(engine: self) { [unowned self] in self.b = $1 })
+            subscribe(c, at: 2, storingIn: LatestStore(engine: self) { [unowned self] in self.c = $1 })
+            subscribe(d, at: 3, storingIn: LatestStore(engine: self) { [unowned self] in self.d = $1 })
         }
 
         override func snapshot() -> Downstream.Input {

@@ -70,8 +70,9 @@ extension Publishers {
         {
             let engine = MergeEngine(downstream: subscriber, childCount: 2, description: "Merge")
             subscriber.receive(subscription: engine)
-            engine.subscribe(a, with: MergeSide(engine: engine, index: 0))
-            engine.subscribe(b, with: MergeSide(engine: engine, index: 1))
+            engine.start()
+            engine.subscribe(a, at: 0)
+            engine.subscribe(b, at: 1)
         }
     }
 }

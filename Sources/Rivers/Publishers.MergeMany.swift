@@ -78,10 +78,10 @@ extension Publishers {
                 description: "MergeMany"
             )
             subscriber.receive(subscription: engine)
-            for (index, publisher) in publishers.enumerated() {
-                engine.subscribe(publisher, with: MergeSide(engine: engine, index: index))
-            }
             engine.start()
+            for (index, publisher) in publishers.enumerated() {
+                engine.subscribe(publisher, at: index)
+            }
         }
     }
 }

@@ -15,43 +15,25 @@ import OpenCombine
 /// - The first failure wins: the other children are cancelled and the failure is sent.
 /// - Cancelling cancels every child subscription exactly once.
 ///
-/// Subclasses store the children's values (from `LatestSide` closures, with `lock` held) and
+/// Subclasses store the children's values (through ``LatestStore``s, with `lock` held) and
 /// build the combination in `snapshot()`.
-internal class LatestEngine<Downstream: Subscriber>: Subscription, CustomStringConvertible {
-    /// Guards all state of the engine and of its subclass.
-    final let lock = Lock()
-
-    private let downstream: Downstream
+internal class LatestEngine<Downstream: Subscriber>: SerialEmitter<Downstream> {
     private let childCount: Int
-    private var isTerminal = false
     private var subscriptions: [(any Subscription)?]
     private var hasValue: [Bool]
     private var filledCount = 0
     private var finishedCount = 0
-    private var demand = Subscribers.Demand.none
     private var isDirty: Bool
-    private var pendingCompletion: Subscribers.Completion<Downstream.Failure>? {
-        didSet { isCompleting = pendingCompletion != nil }
-    }
-    /// Mirrors `pendingCompletion != nil` without touching the generic optional on hot
-    /// paths (unspecialised generic code pays a metadata lookup for it).
-    private var isCompleting = false
-    private var isEmitting = false
-
-    let description: String
 
     init(downstream: Downstream, childCount: Int, description: String) {
-        self.downstream = downstream
         self.childCount = childCount
-        self.description = description
         subscriptions = Array(repeating: nil, count: childCount)
         hasValue = Array(repeating: false, count: childCount)
         // With no children the (empty) combination exists at once, and nothing follows it.
         isDirty = childCount == 0
+        super.init(downstream: downstream, description: description)
         if childCount == 0 {
-            // Property observers do not run in an initializer: set both.
-            pendingCompletion = .finished
-            isCompleting = true
+            complete(with: .finished)
         }
     }
 
@@ -60,21 +42,19 @@ internal class LatestEngine<Downstream: Subscriber>: Subscription, CustomStringC
         fatalError("LatestEngine.snapshot() must be overridden")
     }
 
-    /// Subscribes `side` to `child` unless the engine already terminated (cancelled, or
-    /// failed while subscribing an earlier child).
+    /// Subscribes to `child`, the child at `index`, whose values `store` keeps, unless the
+    /// engine already terminated (cancelled, or failed while subscribing an earlier child).
     final func subscribe<Child: Publisher>(
         _ child: Child,
-        with side: LatestSide<Child, Downstream>
-    ) {
-        lock.lock()
-        let isActive = !isTerminal && !isCompleting
-        lock.unlock()
-        if isActive {
-            child.subscribe(side)
+        at index: Int,
+        storingIn store: LatestStore<Child.Output, Downstream>
+    ) where Child.Failure == Downstream.Failure {
+        if acceptsSources {
+            child.subscribe(Source(store, key: index))
         }
     }
 
-    // MARK: - Children
+    // MARK: Children
 
     final func child(_ index: Int, received subscription: any Subscription) {
         lock.lock()
@@ -115,136 +95,70 @@ internal class LatestEngine<Downstream: Subscriber>: Subscription, CustomStringC
         subscriptions[index] = nil
         switch completion {
         case .failure:
-            isDirty = false
-            pendingCompletion = completion
+            complete(with: completion)
         case .finished:
             finishedCount += 1
             if !hasValue[index] {
                 // No combination can ever exist: whatever the others sent is moot.
                 isDirty = false
-                pendingCompletion = .finished
+                complete(with: .finished)
             } else if finishedCount == childCount {
-                pendingCompletion = .finished
+                complete(with: .finished)
             }
         }
         drain()
     }
 
-    // MARK: - Subscription
+    // MARK: Serial emission
 
-    final func request(_ demand: Subscribers.Demand) {
-        lock.lock()
-        guard !isTerminal else {
-            lock.unlock()
-            return
-        }
-        self.demand += demand
-        drain()
+    override final func emitNext() -> Bool {
+        guard isDirty, filledCount == childCount, demand > 0 else { return false }
+        isDirty = false
+        deliver(snapshot())
+        return true
     }
 
-    final func cancel() {
-        lock.lock()
-        guard !isTerminal else {
-            lock.unlock()
-            return
-        }
-        isTerminal = true
-        let subscriptions = takeSubscriptions()
-        lock.unlock()
-        for subscription in subscriptions {
-            subscription.cancel()
-        }
+    override final var isDrained: Bool {
+        !isDirty
     }
 
-    // MARK: - Private
-
-    /// Delivers what can be delivered, one call out at a time.
-    ///
-    /// - Precondition: `lock` is held.
-    /// - Postcondition: `lock` is released.
-    private func drain() {
-        if isEmitting {
-            lock.unlock()
-            return
-        }
-        isEmitting = true
-        while !isTerminal {
-            if isCompleting, !isDirty {
-                isEmitting = false
-                complete()
-                return
-            }
-            guard isDirty, filledCount == childCount, demand > 0 else { break }
-            isDirty = false
-            demand -= 1
-            let value = snapshot()
-            lock.unlock()
-            let additionalDemand = downstream.receive(value)
-            lock.lock()
-            demand += additionalDemand
-        }
-        isEmitting = false
-        lock.unlock()
-    }
-
-    /// Terminates: cancels what is still subscribed, then sends the pending completion.
-    /// Kept out of `drain()` so its hot loop never touches the generic completion.
-    ///
-    /// - Precondition: `lock` is held and `pendingCompletion` is set.
-    /// - Postcondition: `lock` is released.
-    @inline(never)
-    private func complete() {
-        isTerminal = true
-        let completion = pendingCompletion!
-        let subscriptions = takeSubscriptions()
-        lock.unlock()
-        for subscription in subscriptions {
-            subscription.cancel()
-        }
-        downstream.receive(completion: completion)
-    }
-
-    /// - Precondition: `lock` is held.
-    private func takeSubscriptions() -> [any Subscription] {
+    override final func takeSources() -> [any Cancellable] {
         let taken = subscriptions.compactMap { $0 }
         subscriptions = Array(repeating: nil, count: childCount)
         return taken
     }
 }
 
-/// Subscribes an engine to one child publisher and stores that child's latest value.
-internal final class LatestSide<Upstream: Publisher, Downstream: Subscriber>: Subscriber
-    where Upstream.Failure == Downstream.Failure
-{
-    typealias Input = Upstream.Output
-    typealias Failure = Upstream.Failure
+/// How a ``LatestEngine`` keeps the values of its children of one output type: each child's
+/// ``Source`` hands its events here, keyed by the child's index, and `store` writes the value
+/// into the engine (called with the engine's lock held). Children of the same type may share one.
+///
+///     let store = LatestStore<Int, Downstream>(engine: self) { [unowned self] index, value in
+///         values[index] = value
+///     }
+///     subscribe(child, at: 0, storingIn: store)
+internal final class LatestStore<Value, Downstream: Subscriber>: SourceOwner {
+    typealias SourceKey = Int
+    typealias SourceOutput = Value
+    typealias SourceFailure = Downstream.Failure
 
     private let engine: LatestEngine<Downstream>
-    private let index: Int
-    private let store: (Int, Upstream.Output) -> Void
+    private let store: (Int, Value) -> Void
 
-    /// - Parameter store: writes a value into the engine's storage; called with the engine's
-    ///   lock held.
-    init(
-        engine: LatestEngine<Downstream>,
-        index: Int,
-        store: @escaping (Int, Upstream.Output) -> Void
-    ) {
+    init(engine: LatestEngine<Downstream>, store: @escaping (Int, Value) -> Void) {
         self.engine = engine
-        self.index = index
         self.store = store
     }
 
-    func receive(subscription: any Subscription) {
+    func source(_ index: Int, received subscription: any Subscription) {
         engine.child(index, received: subscription)
     }
 
-    func receive(_ input: Upstream.Output) -> Subscribers.Demand {
+    func source(_ index: Int, received input: Value) {
         engine.child(index) { store(index, input) }
-        return .none
     }
 
-    func receive(completion: Subscribers.Completion<Upstream.Failure>) {
+    func source(_ index: Int, received completion: Subscribers.Completion<Downstream.Failure>) {
         engine.child(index, received: completion)
     }
 }
