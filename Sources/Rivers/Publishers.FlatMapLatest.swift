@@ -103,6 +103,7 @@ extension Publishers {
         {
             let inner = Inner(downstream: subscriber, transform: transform)
             subscriber.receive(subscription: inner)
+            inner.start()
             upstream.subscribe(inner)
         }
     }
@@ -112,61 +113,53 @@ extension Publishers {
 
 extension Publishers.FlatMapLatest {
     private final class Inner<Downstream: Subscriber>:
+        SerialEmitter<Downstream>,
         Subscriber,
-        Subscription,
-        CustomStringConvertible
+        SourceOwner
         where Downstream.Input == Child.Output, Downstream.Failure == Upstream.Failure
     {
         typealias Input = Upstream.Output
         typealias Failure = Upstream.Failure
+        /// An inner publisher is known by its generation.
+        typealias SourceKey = Int
+        typealias SourceOutput = Child.Output
+        typealias SourceFailure = Child.Failure
 
-        private let lock = Lock()
-        private let downstream: Downstream
         private let transform: (Upstream.Output) -> Child
 
-        private var upstreamStatus = UpstreamState.awaitingSubscription
-        private var isTerminal = false
+        private var upstreamState = UpstreamState.awaitingSubscription
         /// Identifies the current inner publisher; events of replaced ones are ignored.
         private var generation = 0
         /// True from an element's arrival until its inner publisher completes.
         private var hasCurrentChild = false
         private var childSubscription: (any Subscription)?
+        /// Requested from the current inner publisher and not received yet.
+        private var childDemand = Subscribers.Demand.none
+        /// Outputs received beyond what could be delivered at once (while the loop was busy).
         private var queue = Queue<Child.Output>()
-        private var demand = Subscribers.Demand.none
-        private var pendingCompletion: Subscribers.Completion<Failure>? {
-            didSet { isCompleting = pendingCompletion != nil }
-        }
-        /// Mirrors `pendingCompletion != nil` without touching the generic optional on hot
-        /// paths (unspecialised generic code pays a metadata lookup for it).
-        private var isCompleting = false
-        /// Whether the pending completion is a failure (delivered without waiting for the queue).
-        private var isFailing = false
-        private var isEmitting = false
 
         init(downstream: Downstream, transform: @escaping (Upstream.Output) -> Child) {
-            self.downstream = downstream
             self.transform = transform
+            super.init(downstream: downstream, description: "FlatMapLatest")
         }
-
-        var description: String { "FlatMapLatest" }
 
         // MARK: Upstream
 
         func receive(subscription: any Subscription) {
             lock.lock()
-            guard !isTerminal, case .awaitingSubscription = upstreamStatus else {
+            guard !isTerminal, case .awaitingSubscription = upstreamState else {
                 lock.unlock()
                 subscription.cancel()
                 return
             }
-            upstreamStatus = .subscribed(subscription)
+            upstreamState = .subscribed(subscription)
             lock.unlock()
             subscription.request(.unlimited)
         }
 
         func receive(_ input: Upstream.Output) -> Subscribers.Demand {
             lock.lock()
-            guard !isTerminal, !isCompleting, case .subscribed = upstreamStatus else {
+            guard !isTerminal, !isCompleting, case .subscribed = upstreamState else {
                 lock.unlock()
                 return .none
             }
@@ -174,65 +167,35 @@ extension Publishers.FlatMapLatest {
             let current = generation
             hasCurrentChild = true
             let replaced = childSubscription.take()
+            childDemand = .none
             queue.removeAll()
             lock.unlock()
             replaced?.cancel()
-            transform(input).subscribe(Side(inner: self, generation: current))
+            transform(input).subscribe(Source(self, key: current))
             return .none
         }
 
         func receive(completion: Subscribers.Completion<Failure>) {
             lock.lock()
-            guard !isTerminal, !isCompleting, case .subscribed = upstreamStatus else {
+            guard !isTerminal, !isCompleting, case .subscribed = upstreamState else {
                 lock.unlock()
                 return
             }
-            upstreamStatus = .finished
+            upstreamState = .completed
             switch completion {
             case .finished:
                 if !hasCurrentChild {
-                    pendingCompletion = .finished
+                    complete(with: .finished)
                 }
             case .failure:
-                isFailing = true
-                pendingCompletion = completion
+                complete(with: completion)
             }
             drain()
-        }
-
-        // MARK: Downstream
-
-        func request(_ demand: Subscribers.Demand) {
-            lock.lock()
-            guard !isTerminal else {
-                lock.unlock()
-                return
-            }
-            self.demand += demand
-            let child = childSubscription
-            lock.unlock()
-            child?.request(demand)
-            lock.lock()
-            drain()
-        }
-
-        func cancel() {
-            lock.lock()
-            guard !isTerminal else {
-                lock.unlock()
-                return
-            }
-            isTerminal = true
-            let subscriptions = takeSubscriptions()
-            lock.unlock()
-            for subscription in subscriptions {
-                subscription.cancel()
-            }
         }
 
         // MARK: Inner publishers
 
-        private func child(_ generation: Int, received subscription: any Subscription) {
+        func source(_ generation: Int, received subscription: any Subscription) {
             lock.lock()
             guard !isTerminal, !isCompleting,
                   generation == self.generation, childSubscription == nil else {
@@ -241,27 +204,23 @@ extension Publishers.FlatMapLatest {
                 return
             }
             childSubscription = subscription
-            let demand = self.demand
-            lock.unlock()
-            if demand > 0 {
-                subscription.request(demand)
-            }
+            drain()
         }
 
-        private func child(_ generation: Int, received output: Child.Output) {
+        func source(_ generation: Int, received output: Child.Output) {
             lock.lock()
             guard !isTerminal, !isCompleting, generation == self.generation else {
                 lock.unlock()
                 return
             }
+            if childDemand > 0 {
+                childDemand -= 1
+            }
             queue.append(output)
             drain()
         }
 
-        private func child(
-            _ generation: Int,
-            received completion: Subscribers.Completion<Child.Failure>
-        ) {
+        func source(_ generation: Int, received completion: Subscribers.Completion<Child.Failure>) {
             lock.lock()
             guard !isTerminal, !isCompleting,
                   generation == self.generation, hasCurrentChild else {
@@ -272,109 +231,61 @@ extension Publishers.FlatMapLatest {
             childSubscription = nil
             switch completion {
             case .finished:
-                if case .finished = upstreamStatus {
-                    pendingCompletion = .finished
+                if case .completed = upstreamState {
+                    complete(with: .finished)
                 }
             case .failure:
-                isFailing = true
-                pendingCompletion = completion
+                complete(with: completion)
             }
             drain()
         }
 
-        // MARK: Private
+        // MARK: Serial emission
 
-        /// - Precondition: `lock` is held.
-        /// - Postcondition: `lock` is released.
-        private func drain() {
-            if isEmitting {
-                lock.unlock()
-                return
+        /// Delivers one output, or tops the current inner publisher's demand up to what
+        /// downstream asked for.
+        override func emitNext() -> Bool {
+            if demand > 0, !queue.isEmpty {
+                deliver(queue.removeFirst())
+                return true
             }
-            isEmitting = true
-            while !isTerminal {
-                if isCompleting, queue.isEmpty || isFailing {
-                    isEmitting = false
-                    complete()
-                    return
-                }
-                guard demand > 0, !queue.isEmpty else { break }
-                let output = queue.removeFirst()
-                demand -= 1
-                lock.unlock()
-                let additionalDemand = downstream.receive(output)
-                lock.lock()
-                guard additionalDemand > 0 else { continue }
-                demand += additionalDemand
-                if let child = childSubscription {
-                    lock.unlock()
-                    child.request(additionalDemand)
-                    lock.lock()
-                }
-            }
-            isEmitting = false
+            guard let child = childSubscription, let more = demandToRequest() else { return false }
+            childDemand += more
             lock.unlock()
+            child.request(more)
+            lock.lock()
+            return true
         }
 
-        /// Terminates: cancels what is still subscribed, then sends the pending completion.
-        /// Kept out of `drain()` so its hot loop never touches the generic completion.
-        ///
-        /// - Precondition: `lock` is held and `pendingCompletion` is set.
-        /// - Postcondition: `lock` is released.
-        @inline(never)
-        private func complete() {
-            isTerminal = true
-            let completion = pendingCompletion!
-            let subscriptions = takeSubscriptions()
-            lock.unlock()
-            for subscription in subscriptions {
-                subscription.cancel()
-            }
-            downstream.receive(completion: completion)
+        override var isDrained: Bool {
+            queue.isEmpty
         }
 
-        /// - Precondition: `lock` is held.
-        private func takeSubscriptions() -> [any Subscription] {
-            var subscriptions: [any Subscription] = []
-            if case let .subscribed(upstream) = upstreamStatus {
-                subscriptions.append(upstream)
+        override func takeSources() -> [any Cancellable] {
+            var sources: [any Cancellable] = []
+            if case let .subscribed(upstream) = upstreamState {
+                sources.append(upstream)
             }
-            upstreamStatus = .finished
+            upstreamState = .cancelled
             if let child = childSubscription.take() {
-                subscriptions.append(child)
+                sources.append(child)
             }
             queue.removeAll()
-            return subscriptions
+            return sources
         }
 
-        // MARK: Side
+        // MARK: Private
 
-        /// Subscribes the operator to one inner publisher.
-        private struct Side: Subscriber {
-            typealias Input = Child.Output
-            typealias Failure = Child.Failure
-
-            let combineIdentifier = CombineIdentifier()
-            private let inner: Inner
-            private let generation: Int
-
-            init(inner: Inner, generation: Int) {
-                self.inner = inner
-                self.generation = generation
+        /// What the current inner publisher must be asked for so that, with what it was asked
+        /// for and what waits in the queue, downstream's demand is covered; `nil` if nothing.
+        ///
+        /// - Precondition: `lock` is held.
+        private func demandToRequest() -> Subscribers.Demand? {
+            if demand == .unlimited {
+                return childDemand == .unlimited ? nil : .unlimited
             }
-
-            func receive(subscription: any Subscription) {
-                inner.child(generation, received: subscription)
-            }
-
-            func receive(_ input: Child.Output) -> Subscribers.Demand {
-                inner.child(generation, received: input)
-                return .none
-            }
-
-            func receive(completion: Subscribers.Completion<Child.Failure>) {
-                inner.child(generation, received: completion)
-            }
+            let covered = childDemand + queue.count
+            return demand > covered ? demand - covered : nil
         }
     }
 }

@@ -105,11 +105,19 @@ extension Publishers {
     /// completed at any time; the upstream is asked for `maxPublishers` elements, then for
     /// one more each time an inner publisher completes.
     ///
-    /// Demand: downstream never receives more than it requested. The oldest inner publisher,
-    /// if it was the oldest when it started, is asked for exactly what downstream asks for;
-    /// later ones are asked for `.unlimited` (so they can complete while they wait their turn)
-    /// and their outputs are buffered until delivered. With `maxPublishers: .max(1)` this is
-    /// a fully back-pressured `concatMap`.
+    /// Demand: downstream never receives more than it requested. An inner publisher that
+    /// started when every earlier one had completed is asked, once it is the oldest, for
+    /// exactly what downstream asks for, and buffers nothing; with `maxPublishers: .max(1)`
+    /// every inner starts so, and this is a fully back-pressured `concatMap`. An inner that
+    /// started while an earlier one was still running is asked for `.unlimited`, so that it
+    /// can complete while it waits its turn, and its outputs are buffered until delivered.
+    ///
+    /// Memory, with `maxPublishers` above 1: a completed inner frees its slot at once, so a
+    /// stalled oldest inner (or a downstream that asks for little) does not stop the others.
+    /// Element after element starts, completes and waits in a buffer: the operator can drain
+    /// the whole upstream, keeping per element behind the stalled one a record (under 100
+    /// bytes) and every output its inner produced. Bound the upstream (a finite list, as in
+    /// `orderedFanOut`) or use `.max(1)` where that matters.
     ///
     /// Completion: after the upstream and every inner finished and every output was
     /// delivered. Failure: an upstream failure, or an inner failure under the `.fail` policy,
@@ -165,6 +173,7 @@ extension Publishers {
                 transform: transform
             )
             subscriber.receive(subscription: inner)
+            inner.start()
             upstream.subscribe(inner)
         }
     }
@@ -174,62 +183,51 @@ extension Publishers {
 
 extension Publishers.FlatMapSequential {
     private final class Inner<Downstream: Subscriber>:
+        SerialEmitter<Downstream>,
         Subscriber,
-        Subscription,
-        CustomStringConvertible
+        SourceOwner
         where Downstream.Input == Child.Output, Downstream.Failure == Upstream.Failure
     {
         typealias Input = Upstream.Output
         typealias Failure = Upstream.Failure
+        /// An inner publisher is known by its record.
+        typealias SourceKey = Record
+        typealias SourceOutput = Child.Output
+        typealias SourceFailure = Child.Failure
 
         /// One element's inner publisher, from its creation until its last output is delivered.
         /// All fields are guarded by the owning `Inner`'s lock.
         final class Record {
-            /// The element, kept (as an ``ElementBox``) for the `.replace` policy until the
-            /// inner completes. Typed `AnyObject` so that records of other policies never touch
-            /// generic optional metadata.
-            var element: AnyObject?
-            /// Started while it was the oldest record: asked for exactly the downstream demand.
-            let forwardsDemand: Bool
+            /// Makes the output that takes the place of the inner's failure (`.replace`).
+            let fallback: ((Child.Failure) -> Child.Output)?
+            /// Started when every earlier record had completed: it is asked only for what
+            /// downstream will take once it is the oldest. Any other record is asked for
+            /// `.unlimited` at once, so that it can complete while it waits its turn.
+            let isBackPressured: Bool
             var subscription: (any Subscription)?
+            /// Requested from a back-pressured inner and not received yet.
+            var demand = Subscribers.Demand.none
             var buffer = Queue<Child.Output>()
             var isCompleted = false
 
-            init(element: AnyObject?, forwardsDemand: Bool) {
-                self.element = element
-                self.forwardsDemand = forwardsDemand
+            init(fallback: ((Child.Failure) -> Child.Output)?, isBackPressured: Bool) {
+                self.fallback = fallback
+                self.isBackPressured = isBackPressured
             }
         }
 
-        /// Holds an element for the `.replace` policy.
-        final class ElementBox {
-            let element: Upstream.Output
-
-            init(_ element: Upstream.Output) {
-                self.element = element
-            }
-        }
-
-        private let lock = Lock()
-        private let downstream: Downstream
         private let maxPublishers: Subscribers.Demand
-        private let failurePolicy: SequentialFailurePolicy<Upstream.Output, Child.Output, Child.Failure>
         private let transform: (Upstream.Output) -> Child
+        /// The `.replace` policy's closure.
+        private let makeFallback: ((Upstream.Output, Child.Failure) -> Child.Output)?
+        /// Whether an inner failure fails the output (`.fail`).
+        private let failsOnInnerFailure: Bool
 
-        private var upstreamStatus = UpstreamState.awaitingSubscription
-        private var isTerminal = false
+        private var upstreamState = UpstreamState.awaitingSubscription
         /// Records in element order; the first one is the only one that may deliver.
         private var records = Queue<Record>()
-        private var demand = Subscribers.Demand.none
-        private var pendingCompletion: Subscribers.Completion<Failure>? {
-            didSet { isCompleting = pendingCompletion != nil }
-        }
-        /// Mirrors `pendingCompletion != nil` without touching the generic optional on hot
-        /// paths (unspecialised generic code pays a metadata lookup for it).
-        private var isCompleting = false
-        /// The failure policy's case, checked without touching the generic enum.
-        private let policyKind: PolicyKind
-        private var isEmitting = false
+        /// Records whose inner publisher has not completed.
+        private var runningCount = 0
         /// True while `receive(_:)` subscribes an inner publisher: upstream demand earned
         /// meanwhile is returned from `receive(_:)` instead of requested re-entrantly.
         private var isReceivingElement = false
@@ -241,48 +239,52 @@ extension Publishers.FlatMapSequential {
             failurePolicy: SequentialFailurePolicy<Upstream.Output, Child.Output, Child.Failure>,
             transform: @escaping (Upstream.Output) -> Child
         ) {
-            self.downstream = downstream
             self.maxPublishers = maxPublishers
-            self.failurePolicy = failurePolicy
             self.transform = transform
             switch failurePolicy {
-            case .fail: policyKind = .fail
-            case .replace: policyKind = .replace
-            case .skip: policyKind = .skip
+            case .fail:
+                makeFallback = nil
+                failsOnInnerFailure = true
+            case let .replace(makeFallback):
+                self.makeFallback = makeFallback
+                failsOnInnerFailure = false
+            case .skip:
+                makeFallback = nil
+                failsOnInnerFailure = false
             }
+            super.init(downstream: downstream, description: "FlatMapSequential")
         }
-
-        var description: String { "FlatMapSequential" }
 
         // MARK: Upstream
 
         func receive(subscription: any Subscription) {
             lock.lock()
-            guard !isTerminal, case .awaitingSubscription = upstreamStatus else {
+            guard !isTerminal, case .awaitingSubscription = upstreamState else {
                 lock.unlock()
                 subscription.cancel()
                 return
             }
-            upstreamStatus = .subscribed(subscription)
+            upstreamState = .subscribed(subscription)
             lock.unlock()
             subscription.request(maxPublishers)
         }
 
         func receive(_ input: Upstream.Output) -> Subscribers.Demand {
             lock.lock()
-            guard !isTerminal, !isCompleting, case .subscribed = upstreamStatus else {
+            guard !isTerminal, !isCompleting, case .subscribed = upstreamState else {
                 lock.unlock()
                 return .none
             }
             let record = Record(
-                element: policyKind == .replace ? ElementBox(input) : nil,
-                forwardsDemand: records.isEmpty
+                fallback: makeFallback.map { makeFallback in { error in makeFallback(input, error) } },
+                isBackPressured: runningCount == 0
             )
             records.append(record)
+            runningCount += 1
             isReceivingElement = true
             lock.unlock()
 
-            transform(input).subscribe(Side(inner: self, record: record))
+            transform(input).subscribe(Source(self, key: record))
 
             lock.lock()
             isReceivingElement = false
@@ -294,143 +296,86 @@ extension Publishers.FlatMapSequential {
 
         func receive(completion: Subscribers.Completion<Failure>) {
             lock.lock()
-            guard !isTerminal, !isCompleting, case .subscribed = upstreamStatus else {
+            guard !isTerminal, !isCompleting, case .subscribed = upstreamState else {
                 lock.unlock()
                 return
             }
-            upstreamStatus = .finished
+            upstreamState = .completed
             switch completion {
             case .finished:
                 if records.isEmpty {
-                    pendingCompletion = .finished
+                    complete(with: .finished)
                 }
             case .failure:
-                pendingCompletion = completion
+                complete(with: completion)
             }
             drain()
-        }
-
-        // MARK: Downstream
-
-        func request(_ demand: Subscribers.Demand) {
-            lock.lock()
-            guard !isTerminal else {
-                lock.unlock()
-                return
-            }
-            self.demand += demand
-            let head = records.isEmpty ? nil : records.first
-            let forwardTo = head?.forwardsDemand == true ? head?.subscription : nil
-            lock.unlock()
-            forwardTo?.request(demand)
-            lock.lock()
-            drain()
-        }
-
-        func cancel() {
-            lock.lock()
-            guard !isTerminal else {
-                lock.unlock()
-                return
-            }
-            isTerminal = true
-            let subscriptions = takeSubscriptions()
-            lock.unlock()
-            for subscription in subscriptions {
-                subscription.cancel()
-            }
         }
 
         // MARK: Inner publishers
 
-        fileprivate func record(_ record: Record, received subscription: any Subscription) {
+        func source(_ record: Record, received subscription: any Subscription) {
             lock.lock()
-            guard !isTerminal, !isCompleting, record.subscription == nil else {
+            guard !isTerminal, !isCompleting, !record.isCompleted, record.subscription == nil else {
                 lock.unlock()
                 subscription.cancel()
                 return
             }
             record.subscription = subscription
-            let initialDemand = record.forwardsDemand ? demand : .unlimited
+            let initialDemand = record.isBackPressured ? demandToRequest(from: record) : .unlimited
+            if let initialDemand {
+                record.demand += initialDemand
+            }
             lock.unlock()
-            if initialDemand > 0 {
+            if let initialDemand {
                 subscription.request(initialDemand)
             }
         }
 
-        fileprivate func record(_ record: Record, received output: Child.Output) {
+        func source(_ record: Record, received output: Child.Output) {
             lock.lock()
             guard !isTerminal, !isCompleting, !record.isCompleted else {
                 lock.unlock()
                 return
             }
-            if !isEmitting, demand > 0, record.buffer.isEmpty, records.first === record {
-                // The oldest record with nothing buffered: deliver without queueing.
-                isEmitting = true
-                deliverWhileEmitting(output, from: record)
-                isEmitting = false
-            } else {
+            if record.demand > 0 {
+                record.demand -= 1
+            }
+            // The oldest record with nothing buffered is delivered without queueing.
+            if !(record.buffer.isEmpty && records.first === record && deliverIfIdle(output)) {
                 record.buffer.append(output)
             }
             drain()
         }
 
-        /// Sends one output of `record` (the oldest) downstream and takes the demand that
-        /// comes back, forwarding it to `record` if it is asked for exact demand.
-        ///
-        /// - Precondition: `lock` is held, `isEmitting` is true and `demand > 0`.
-        /// - Postcondition: `lock` is held.
-        private func deliverWhileEmitting(_ output: Child.Output, from record: Record) {
-            demand -= 1
-            lock.unlock()
-            let additionalDemand = downstream.receive(output)
-            lock.lock()
-            guard additionalDemand > 0 else { return }
-            demand += additionalDemand
-            if record.forwardsDemand, !record.isCompleted, let subscription = record.subscription {
-                lock.unlock()
-                subscription.request(additionalDemand)
-                lock.lock()
-            }
-        }
-
-        fileprivate func record(
-            _ record: Record,
-            received completion: Subscribers.Completion<Child.Failure>
-        ) {
+        func source(_ record: Record, received completion: Subscribers.Completion<Child.Failure>) {
             lock.lock()
             guard !isTerminal, !isCompleting, !record.isCompleted else {
                 lock.unlock()
                 return
             }
             if case let .failure(error) = completion {
-                switch policyKind {
-                case .skip:
-                    break
-                case .fail:
-                    record.subscription = nil
-                    pendingCompletion = completion
-                    drain()
-                    return
-                case .replace:
-                    guard case let .replace(makeFallback) = failurePolicy else { return }
-                    // The element is kept for `.replace` until the record completes.
-                    let element = (record.element as! ElementBox).element
+                if let fallback = record.fallback {
                     lock.unlock()
-                    let fallback = makeFallback(element, error)
+                    let replacement = fallback(error)
                     lock.lock()
                     guard !isTerminal, !isCompleting else {
                         lock.unlock()
                         return
                     }
-                    record.buffer.append(fallback)
+                    record.buffer.append(replacement)
+                } else if failsOnInnerFailure {
+                    record.subscription = nil
+                    complete(with: .failure(error))
+                    drain()
+                    return
                 }
             }
             record.isCompleted = true
             record.subscription = nil
-            record.element = nil
+            runningCount -= 1
             var upstreamToRequest: (any Subscription)?
-            if maxPublishers != .unlimited, case let .subscribed(upstream) = upstreamStatus {
+            if maxPublishers != .unlimited, case let .subscribed(upstream) = upstreamState {
                 if isReceivingElement {
                     owedUpstreamDemand += 1
                 } else {
@@ -441,110 +386,63 @@ extension Publishers.FlatMapSequential {
             upstreamToRequest?.request(.max(1))
         }
 
-        // MARK: Private
+        // MARK: Serial emission
 
-        /// Delivers outputs in element order, retires completed records and completes, one
-        /// call out at a time.
-        ///
-        /// - Precondition: `lock` is held.
-        /// - Postcondition: `lock` is released.
-        private func drain() {
-            if isEmitting {
-                lock.unlock()
-                return
+        /// Delivers one output of the oldest record, retires it once completed and delivered,
+        /// or tops its demand up to what downstream asked for.
+        override func emitNext() -> Bool {
+            guard !records.isEmpty else { return false }
+            let head = records.first
+            if demand > 0, !head.buffer.isEmpty {
+                deliver(head.buffer.removeFirst())
+                return true
             }
-            isEmitting = true
-            while !isTerminal {
-                if isCompleting {
-                    isEmitting = false
-                    complete()
-                    return
-                }
-                guard !records.isEmpty else { break }
-                let head = records.first
-                if demand > 0, !head.buffer.isEmpty {
-                    let output = head.buffer.removeFirst()
-                    deliverWhileEmitting(output, from: head)
-                    continue
-                }
-                guard head.isCompleted, head.buffer.isEmpty else { break }
+            if head.isCompleted {
+                guard head.buffer.isEmpty else { return false }
                 _ = records.removeFirst()
-                if records.isEmpty, case .finished = upstreamStatus {
-                    pendingCompletion = .finished
+                if records.isEmpty, case .completed = upstreamState {
+                    complete(with: .finished)
                 }
+                return true
             }
-            isEmitting = false
+            guard head.isBackPressured,
+                  let subscription = head.subscription,
+                  let more = demandToRequest(from: head) else { return false }
+            head.demand += more
             lock.unlock()
+            subscription.request(more)
+            lock.lock()
+            return true
         }
 
-        /// Terminates: cancels what is still subscribed, then sends the pending completion.
-        /// Kept out of `drain()` so its hot loop never touches the generic completion.
-        ///
-        /// - Precondition: `lock` is held and `pendingCompletion` is set.
-        /// - Postcondition: `lock` is released.
-        @inline(never)
-        private func complete() {
-            isTerminal = true
-            let completion = pendingCompletion!
-            let subscriptions = takeSubscriptions()
-            lock.unlock()
-            for subscription in subscriptions {
-                subscription.cancel()
+        override func takeSources() -> [any Cancellable] {
+            var sources: [any Cancellable] = []
+            if case let .subscribed(upstream) = upstreamState {
+                sources.append(upstream)
             }
-            downstream.receive(completion: completion)
-        }
-
-        /// - Precondition: `lock` is held.
-        private func takeSubscriptions() -> [any Subscription] {
-            var subscriptions: [any Subscription] = []
-            if case let .subscribed(upstream) = upstreamStatus {
-                subscriptions.append(upstream)
-            }
-            upstreamStatus = .finished
+            upstreamState = .cancelled
             for record in records.takeAll() {
                 if let subscription = record.subscription.take() {
-                    subscriptions.append(subscription)
+                    sources.append(subscription)
                 }
             }
-            return subscriptions
+            return sources
         }
 
-        // MARK: Side
+        // MARK: Private
 
-        /// Subscribes the operator to one inner publisher.
-        private struct Side: Subscriber {
-            typealias Input = Child.Output
-            typealias Failure = Child.Failure
-
-            let combineIdentifier = CombineIdentifier()
-            private let inner: Inner
-            private let record: Record
-
-            init(inner: Inner, record: Record) {
-                self.inner = inner
-                self.record = record
+        /// What a back-pressured `record` must be asked for so that, with what it was asked for
+        /// and what it has buffered, downstream's demand is covered; `nil` if nothing, or if it
+        /// is not the oldest record yet (the outputs of older ones go first).
+        ///
+        /// - Precondition: `lock` is held.
+        private func demandToRequest(from record: Record) -> Subscribers.Demand? {
+            guard records.first === record else { return nil }
+            if demand == .unlimited {
+                return record.demand == .unlimited ? nil : .unlimited
             }
-
-            func receive(subscription: any Subscription) {
-                inner.record(record, received: subscription)
-            }
-
-            func receive(_ input: Child.Output) -> Subscribers.Demand {
-                inner.record(record, received: input)
-                return .none
-            }
-
-            func receive(completion: Subscribers.Completion<Child.Failure>) {
-                inner.record(record, received: completion)
-            }
+            let covered = record.demand + record.buffer.count
+            return demand > covered ? demand - covered : nil
         }
     }
-}
-
-/// The case of a ``SequentialFailurePolicy`` without its payload (a non-generic type, cheap to
-/// test in unspecialised generic code).
-private enum PolicyKind {
-    case fail
-    case replace
-    case skip
 }

@@ -103,6 +103,10 @@ struct FlatMapSequentialPropertyTests {
             #expect(probe.maxRunning <= maxConcurrent, "concurrency limit")
             #expect(probe.running == 0, "nothing left running")
             #expect(inners.allSatisfy { $0.subscriptions.count <= 1 && $0.cancelCount <= 1 })
+            if maxConcurrent == 1 && demandStep > 0 {
+                let asked = inners.flatMap { $0.subscriptions.flatMap(\.requestedDemands) }
+                #expect(!asked.contains(.unlimited), "maxPublishers 1 is fully back-pressured")
+            }
 
             let firstFailure = specs.firstIndex { $0.fails }
             switch (policy, firstFailure) {

@@ -178,6 +178,47 @@ struct FlatMapSequentialTests {
         #expect(recorder.violations.isEmpty)
     }
 
+    @Test("after a .replace fallback waits for demand, the next inner is still asked only for what downstream asks")
+    func backPressureAfterFallback() {
+        let inners = [TestPublisher<Int, TestError>(), TestPublisher<Int, TestError>()]
+        let recorder = Publishers.Sequence<[Int], TestError>(sequence: [0, 1])
+            .flatMapSequential(maxPublishers: .max(1), onFailure: .replace(with: -1)) { inners[$0] }
+            .record(initialDemand: .max(1))
+        inners[0].send(10)
+        inners[0].send(completion: .failure(.boom))
+        #expect(recorder.values == [10])
+        #expect(inners[1].subscriptions.count == 1)
+        #expect(inners[1].subscriptions[0].requestedDemands == [], "downstream has no demand left")
+        recorder.request(.max(1))
+        #expect(recorder.values == [10, -1])
+        #expect(inners[1].subscriptions[0].requestedDemands == [])
+        recorder.request(.max(2))
+        #expect(inners[1].subscriptions[0].requestedDemands == [.max(2)])
+        for value in 1...3 {
+            inners[1].send(value)
+        }
+        #expect(recorder.values == [10, -1, 1, 2])
+        #expect(inners[1].subscriptions[0].bufferedCount == 1, "the third value waits in the inner, not in the operator")
+        #expect(recorder.violations.isEmpty)
+    }
+
+    @Test("with maxPublishers above 1 and a stalled oldest inner, every later element runs and is buffered (as documented)")
+    func stalledHeadDrainsUpstream() {
+        let stalled = TestPublisher<Int, Never>()
+        var subscribed = 0
+        let recorder = Publishers.Sequence<[Int], Never>(sequence: Array(0..<100))
+            .flatMapSequential(maxPublishers: .max(2)) { element -> AnyPublisher<Int, Never> in
+                subscribed += 1
+                return element == 0 ? stalled.eraseToAnyPublisher() : Just(element).eraseToAnyPublisher()
+            }
+            .record()
+        #expect(subscribed == 100)
+        #expect(recorder.values.isEmpty)
+        stalled.send(completion: .finished)
+        #expect(recorder.values == Array(1..<100))
+        #expect(recorder.isFinished)
+    }
+
     @Test("handles 10,000 synchronous inners without deep recursion, in order")
     func synchronousInners() {
         let recorder = Publishers.Sequence<[Int], Never>(sequence: Array(0..<10_000))

@@ -9,11 +9,13 @@ import OpenCombine
 ///     switch upstreamState {
 ///     case .awaitingSubscription: ...
 ///     case let .subscribed(subscription): subscription.request(.max(1))
-///     case .finished: ...
+///     case .completed, .cancelled: ...
 ///     }
 internal enum UpstreamState {
     case awaitingSubscription
     case subscribed(any Subscription)
-    /// Completed, or cancelled by the operator.
-    case finished
+    /// The upstream finished or failed.
+    case completed
+    /// The operator cancelled the upstream (its output completed, or was cancelled).
+    case cancelled
 }
