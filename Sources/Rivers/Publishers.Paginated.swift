@@ -57,11 +57,12 @@ extension Publishers {
     ///         loadingNextOn: trigger.signal(activatedBy: id)
     ///     )
     ///
-    /// The signal is subscribed anew after each page that has a next cursor (as with
-    /// `wait(untilOutputFrom:)`), so outputs of the signal while a page is loading are
-    /// ignored. Each page publisher is asked for `.unlimited`; every page it emits is
-    /// appended (the last page's cursor counts) and the page publisher's completion ends
-    /// that page.
+    /// Each next page is `nextPage(cursor).wait(untilOutputFrom: signal)`, subscribed once the
+    /// page before it completed: the signal is subscribed anew for each page, so its outputs
+    /// while a page is loading are ignored. Each page publisher is asked for `.unlimited`;
+    /// every page it emits is appended (the last page's cursor counts) and its completion ends
+    /// that page. Pages that load synchronously (a signal such as `Just(())` loads the whole
+    /// list) load one after another at a constant stack depth, however many there are.
     ///
     /// Demand: downstream receives at most what it requested; pages loaded while it had no
     /// demand are coalesced into the next array it receives. Completion: after the last page
@@ -108,6 +109,7 @@ extension Publishers {
         {
             let inner = Inner(downstream: subscriber, nextPage: nextPage, signal: signal)
             subscriber.receive(subscription: inner)
+            inner.start()
             inner.load(firstPage)
         }
     }
@@ -116,44 +118,38 @@ extension Publishers {
 // MARK: - Subscription
 
 extension Publishers.Paginated {
-    private final class Inner<Downstream: Subscriber>: Subscription, CustomStringConvertible
+    private final class Inner<Downstream: Subscriber>: SerialEmitter<Downstream>, SourceOwner
         where Downstream.Input == [Item], Downstream.Failure == FirstPage.Failure
     {
-        private enum Phase {
-            /// A page publisher is subscribed (or being subscribed).
-            case loading(generation: Int, subscription: (any Subscription)?, next: Cursor?)
-            /// Waiting for the signal before loading the page at `cursor`.
-            case waiting(generation: Int, subscription: (any Subscription)?, cursor: Cursor)
-            /// No more pages will load.
-            case done
-        }
+        /// A page publisher is known by its generation.
+        typealias SourceKey = Int
+        typealias SourceOutput = Page<Item, Cursor>
+        typealias SourceFailure = FirstPage.Failure
 
-        private let lock = Lock()
-        private let downstream: Downstream
         private let nextPage: (Cursor) -> NextPage
         private let signal: Signal
 
-        private var phase = Phase.done
+        /// Identifies the current page publisher; events of earlier ones are ignored.
         private var generation = 0
-        private var isTerminal = false
+        private var pageSubscription: (any Subscription)?
+        /// The cursor of the last page the current page publisher emitted.
+        private var nextCursor: Cursor?
+        /// The current page publisher waits for the signal.
+        private var isWaitingForSignal = false
+        /// The cursor of the page to subscribe next: the loop subscribes it, so that pages
+        /// which complete synchronously do not recurse.
+        private var cursorToLoad: Cursor?
         private var items: [Item] = []
         private var isDirty = false
-        private var demand = Subscribers.Demand.none
-        private var pendingCompletion: Subscribers.Completion<Downstream.Failure>?
-        private var isEmitting = false
 
         init(downstream: Downstream, nextPage: @escaping (Cursor) -> NextPage, signal: Signal) {
-            self.downstream = downstream
             self.nextPage = nextPage
             self.signal = signal
+            super.init(downstream: downstream, description: "Paginated")
         }
 
-        var description: String { "Paginated" }
-
-        /// Subscribes to `page` unless cancelled.
-        func load<PagePublisher: Publisher>(_ page: PagePublisher)
-            where PagePublisher.Output == Page<Item, Cursor>, PagePublisher.Failure == FirstPage.Failure
-        {
+        /// Subscribes to the first page.
+        func load(_ firstPage: FirstPage) {
             lock.lock()
             guard !isTerminal else {
                 lock.unlock()
@@ -161,232 +157,107 @@ extension Publishers.Paginated {
             }
             generation += 1
             let current = generation
-            phase = .loading(generation: current, subscription: nil, next: nil)
             lock.unlock()
-            page.subscribe(PageSide(inner: self, generation: current))
+            firstPage.subscribe(Source(self, key: current))
         }
 
         // MARK: Pages
 
-        private func page(_ generation: Int, received subscription: any Subscription) {
+        func source(_ generation: Int, received subscription: any Subscription) {
             lock.lock()
-            guard !isTerminal, case .loading(generation, nil, let next) = phase else {
+            guard !isTerminal, !isCompleting, generation == self.generation, pageSubscription == nil else {
                 lock.unlock()
                 subscription.cancel()
                 return
             }
-            phase = .loading(generation: generation, subscription: subscription, next: next)
+            pageSubscription = subscription
             lock.unlock()
             subscription.request(.unlimited)
         }
 
-        private func page(_ generation: Int, received page: Page<Item, Cursor>) {
+        func source(_ generation: Int, received page: Page<Item, Cursor>) {
             lock.lock()
-            guard !isTerminal, pendingCompletion == nil,
-                  case .loading(generation, let subscription, _) = phase else {
+            guard !isTerminal, !isCompleting, generation == self.generation else {
                 lock.unlock()
                 return
             }
-            phase = .loading(generation: generation, subscription: subscription, next: page.next)
+            nextCursor = page.next
             items.append(contentsOf: page.items)
             isDirty = true
             drain()
         }
 
-        private func page(
-            _ generation: Int,
-            received completion: Subscribers.Completion<FirstPage.Failure>
-        ) {
+        func source(_ generation: Int, received completion: Subscribers.Completion<FirstPage.Failure>) {
             lock.lock()
-            guard !isTerminal, pendingCompletion == nil,
-                  case .loading(generation, _, let next) = phase else {
+            guard !isTerminal, !isCompleting, generation == self.generation else {
                 lock.unlock()
                 return
             }
-            switch (completion, next) {
-            case (.failure, _):
-                phase = .done
-                pendingCompletion = completion
-                drain()
-            case (.finished, nil):
-                phase = .done
-                pendingCompletion = .finished
-                drain()
-            case let (.finished, cursor?):
-                self.generation += 1
-                let current = self.generation
-                phase = .waiting(generation: current, subscription: nil, cursor: cursor)
-                drain()
-                signal.subscribe(SignalSide(inner: self, generation: current))
+            pageSubscription = nil
+            switch completion {
+            case .failure:
+                complete(with: completion)
+            case .finished:
+                if let cursor = nextCursor.take() {
+                    cursorToLoad = cursor
+                } else {
+                    complete(with: .finished)
+                }
             }
+            drain()
         }
 
         // MARK: Signal
 
-        private func signal(_ generation: Int, received subscription: any Subscription) {
-            lock.lock()
-            guard !isTerminal, case .waiting(generation, nil, let cursor) = phase else {
-                lock.unlock()
-                subscription.cancel()
-                return
-            }
-            phase = .waiting(generation: generation, subscription: subscription, cursor: cursor)
-            lock.unlock()
-            subscription.request(.max(1))
-        }
-
         private func signalFired(_ generation: Int) {
             lock.lock()
-            guard !isTerminal, case .waiting(generation, let subscription, let cursor) = phase else {
-                lock.unlock()
-                return
+            if generation == self.generation {
+                isWaitingForSignal = false
             }
-            phase = .done
             lock.unlock()
-            subscription?.cancel()
-            load(nextPage(cursor))
         }
 
+        /// The signal finished: if the current page still waited for it, no page can load.
         private func signalFinished(_ generation: Int) {
             lock.lock()
-            guard !isTerminal, case .waiting(generation, _, _) = phase else {
+            guard !isTerminal, !isCompleting, generation == self.generation, isWaitingForSignal else {
                 lock.unlock()
                 return
             }
-            phase = .done
-            pendingCompletion = .finished
+            complete(with: .finished)
             drain()
         }
 
-        // MARK: Subscription
+        // MARK: Serial emission
 
-        func request(_ demand: Subscribers.Demand) {
-            lock.lock()
-            guard !isTerminal else {
-                lock.unlock()
-                return
-            }
-            self.demand += demand
-            drain()
-        }
-
-        func cancel() {
-            lock.lock()
-            guard !isTerminal else {
-                lock.unlock()
-                return
-            }
-            isTerminal = true
-            let subscription = takeSubscription()
-            lock.unlock()
-            subscription?.cancel()
-        }
-
-        // MARK: Private
-
-        /// - Precondition: `lock` is held.
-        /// - Postcondition: `lock` is released.
-        private func drain() {
-            if isEmitting {
-                lock.unlock()
-                return
-            }
-            isEmitting = true
-            while !isTerminal {
-                if let completion = pendingCompletion, !isDirty || isFailure(completion) {
-                    isTerminal = true
-                    isEmitting = false
-                    let subscription = takeSubscription()
-                    lock.unlock()
-                    subscription?.cancel()
-                    downstream.receive(completion: completion)
-                    return
-                }
-                guard isDirty, demand > 0 else { break }
+        /// Delivers the items loaded so far, or subscribes the next page.
+        override func emitNext() -> Bool {
+            if isDirty, demand > 0 {
                 isDirty = false
-                demand -= 1
-                let snapshot = items
-                lock.unlock()
-                let additionalDemand = downstream.receive(snapshot)
-                lock.lock()
-                demand += additionalDemand
+                deliver(items)
+                return true
             }
-            isEmitting = false
+            guard let cursor = cursorToLoad.take() else { return false }
+            generation += 1
+            let current = generation
+            isWaitingForSignal = true
             lock.unlock()
+            let signal = self.signal.handleEvents(
+                receiveOutput: { [weak self] _ in self?.signalFired(current) },
+                receiveCompletion: { [weak self] _ in self?.signalFinished(current) }
+            )
+            nextPage(cursor).wait(untilOutputFrom: signal).subscribe(Source(self, key: current))
+            lock.lock()
+            return true
         }
 
-        private func isFailure(_ completion: Subscribers.Completion<Downstream.Failure>) -> Bool {
-            if case .failure = completion { return true }
-            return false
+        override var isDrained: Bool {
+            !isDirty
         }
 
-        /// - Precondition: `lock` is held.
-        private func takeSubscription() -> (any Subscription)? {
-            defer { phase = .done }
-            switch phase {
-            case let .loading(_, subscription, _), let .waiting(_, subscription, _):
-                return subscription
-            case .done:
-                return nil
-            }
-        }
-
-        // MARK: Sides
-
-        /// Subscribes the operator to one page publisher.
-        private struct PageSide: Subscriber {
-            typealias Input = Page<Item, Cursor>
-            typealias Failure = FirstPage.Failure
-
-            let combineIdentifier = CombineIdentifier()
-            private let inner: Inner
-            private let generation: Int
-
-            init(inner: Inner, generation: Int) {
-                self.inner = inner
-                self.generation = generation
-            }
-
-            func receive(subscription: any Subscription) {
-                inner.page(generation, received: subscription)
-            }
-
-            func receive(_ input: Page<Item, Cursor>) -> Subscribers.Demand {
-                inner.page(generation, received: input)
-                return .none
-            }
-
-            func receive(completion: Subscribers.Completion<FirstPage.Failure>) {
-                inner.page(generation, received: completion)
-            }
-        }
-
-        /// Subscribes the operator to the signal while it waits for the next page.
-        private struct SignalSide: Subscriber {
-            typealias Input = Signal.Output
-            typealias Failure = Never
-
-            let combineIdentifier = CombineIdentifier()
-            private let inner: Inner
-            private let generation: Int
-
-            init(inner: Inner, generation: Int) {
-                self.inner = inner
-                self.generation = generation
-            }
-
-            func receive(subscription: any Subscription) {
-                inner.signal(generation, received: subscription)
-            }
-
-            func receive(_ input: Signal.Output) -> Subscribers.Demand {
-                inner.signalFired(generation)
-                return .none
-            }
-
-            func receive(completion: Subscribers.Completion<Never>) {
-                inner.signalFinished(generation)
-            }
+        override func takeSources() -> [any Cancellable] {
+            cursorToLoad = nil
+            return pageSubscription.take().map { [$0] } ?? []
         }
     }
 }

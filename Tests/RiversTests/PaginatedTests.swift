@@ -126,6 +126,28 @@ struct PaginatedTests {
         #expect(whileWaiting.values == [["a"]])
     }
 
+    @Test("10,000 synchronous pages (signal Just: load everything) finish, at a stack depth that does not grow")
+    func synchronousPages() {
+        let lastCursor = 9_999
+        var stackAddresses: [Int: Int] = [:]
+        let recorder = Publishers.paginated(
+            firstPage: Just(Page(items: [0], next: 1)),
+            nextPage: { cursor in
+                if cursor == 10 || cursor == lastCursor {
+                    stackAddresses[cursor] = currentStackAddress()
+                }
+                return Just(Page(items: [cursor], next: cursor < lastCursor ? cursor + 1 : nil))
+            },
+            loadingNextOn: Just(())
+        )
+        .map(\.count)
+        .record()
+        #expect(recorder.values.last == lastCursor + 1)
+        #expect(recorder.isFinished)
+        let growth = abs((stackAddresses[lastCursor] ?? 0) - (stackAddresses[10] ?? 0))
+        #expect(growth < 16_384, "the stack grew by \(growth) bytes over \(lastCursor - 10) pages")
+    }
+
     @Test("never sends more than requested: pages loaded without demand are coalesced")
     func demand() {
         let trigger = Trigger()

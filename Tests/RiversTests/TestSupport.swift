@@ -40,3 +40,10 @@ final class ConcurrencyProbe {
             .eraseToAnyPublisher()
     }
 }
+
+/// The address of a local variable of the caller's frame: how deep the stack is.
+@inline(never)
+func currentStackAddress() -> Int {
+    var marker = 0
+    return withUnsafeMutablePointer(to: &marker) { Int(bitPattern: $0) }
+}
