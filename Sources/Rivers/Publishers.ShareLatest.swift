@@ -28,7 +28,9 @@ extension Publishers {
     /// A class, like `share()`: copies of it are the same shared subscription.
     ///
     /// Completion (and failure) reaches every subscriber at once, dropping values they had not
-    /// taken yet; a later subscriber then starts a new upstream subscription.
+    /// taken yet; a later subscriber then starts a new upstream subscription. Whatever thread
+    /// the upstream completes on, a subscriber receives its subscription first, and the
+    /// completion only after the value it may be receiving at that moment, never beside it.
     public final class ShareLatest<Upstream: Publisher>: Publisher {
         /// The type of the values this publisher emits.
         public typealias Output = Upstream.Output
@@ -63,9 +65,8 @@ extension Publishers {
         public func receive<Downstream: Subscriber>(subscriber: Downstream)
             where Downstream.Input == Output, Downstream.Failure == Failure
         {
-            let member = Member(parent: self, downstream: subscriber)
             lock.lock()
-            member.pending = latest
+            let member = Member(parent: self, downstream: subscriber, latest: latest)
             members[ObjectIdentifier(member)] = member
             let newConnection: Connection?
             if connection == nil {
@@ -76,6 +77,7 @@ extension Publishers {
             }
             lock.unlock()
             subscriber.receive(subscription: member)
+            member.start()
             if let newConnection { upstream.subscribe(newConnection) }
         }
 
@@ -104,7 +106,7 @@ extension Publishers {
             let current = Array(members.values)
             members.removeAll()
             lock.unlock()
-            for member in current { member.complete(completion) }
+            for member in current { member.end(with: completion) }
         }
 
         // MARK: - From a subscriber
@@ -172,78 +174,64 @@ extension Publishers {
         }
 
         /// One subscriber: its outstanding demand and the latest value it has not taken.
-        fileprivate final class Member<Downstream: Subscriber>: Subscription, ShareLatestMember
+        ///
+        /// Values and the completion reach it from the upstream's thread, requests from its
+        /// subscriber's: the drain loop delivers both, one at a time, the completion never
+        /// during or ahead of a value in flight, and nothing before `start()`.
+        fileprivate final class Member<Downstream: Subscriber>: SerialEmitter<Downstream>, ShareLatestMember
             where Downstream.Input == Output, Downstream.Failure == Failure
         {
-            private let lock = Lock()
             private var parent: ShareLatest?
-            private var downstream: Downstream?
-            private var demand = Subscribers.Demand.none
-            fileprivate var pending: Output?
-            private var delivering = false
+            /// The latest value not taken yet.
+            private var latest: Output?
 
-            init(parent: ShareLatest, downstream: Downstream) {
+            init(parent: ShareLatest, downstream: Downstream, latest: Output?) {
                 self.parent = parent
-                self.downstream = downstream
-            }
-
-            func request(_ demand: Subscribers.Demand) {
-                lock.lock()
-                self.demand += demand
-                lock.unlock()
-                deliver()
-            }
-
-            func cancel() {
-                lock.lock()
-                let parent = self.parent
-                self.parent = nil
-                downstream = nil
-                pending = nil
-                lock.unlock()
-                parent?.remove(self)
+                self.latest = latest
+                super.init(downstream: downstream, description: "ShareLatest")
             }
 
             func offer(_ value: Output) {
                 lock.lock()
-                guard downstream != nil else {
+                guard !isTerminal, !isCompleting else {
                     lock.unlock()
                     return
                 }
-                pending = value
-                lock.unlock()
-                deliver()
+                latest = value
+                drain()
             }
 
-            func complete(_ completion: Subscribers.Completion<Failure>) {
+            func end(with completion: Subscribers.Completion<Failure>) {
                 lock.lock()
-                let downstream = self.downstream
-                self.downstream = nil
+                guard !isTerminal, !isCompleting else {
+                    lock.unlock()
+                    return
+                }
+                // The parent already forgot this member.
                 parent = nil
-                pending = nil
-                lock.unlock()
-                downstream?.receive(completion: completion)
+                complete(with: completion)
+                drain()
             }
 
-            /// Hands the pending value downstream while there is demand; one drainer at a
-            /// time (a reentrant request from inside `receive` is picked up by the loop).
-            private func deliver() {
-                lock.lock()
-                guard !delivering else {
-                    lock.unlock()
-                    return
-                }
-                delivering = true
-                while let downstream, demand > 0, let value = pending {
-                    pending = nil
-                    demand -= 1
-                    lock.unlock()
-                    let more = downstream.receive(value)
-                    lock.lock()
-                    demand += more
-                }
-                delivering = false
-                lock.unlock()
+            // MARK: Serial emission
+
+            override func emitNext() -> Bool {
+                guard demand > 0, let value = latest.take() else { return false }
+                deliver(value)
+                return true
+            }
+
+            /// A completion drops the value not taken yet (the documented behaviour): it never
+            /// waits for demand.
+            override var isDrained: Bool {
+                true
+            }
+
+            /// The membership: leaving it may cancel the upstream, if this was the last member.
+            override func takeSources() -> [any Cancellable] {
+                latest = nil
+                guard let parent = parent.take() else { return [] }
+                return [AnyCancellable { [self] in parent.remove(self) }]
             }
         }
     }
@@ -254,5 +242,5 @@ private protocol ShareLatestMember<Output, Failure>: AnyObject {
     associatedtype Output
     associatedtype Failure: Error
     func offer(_ value: Output)
-    func complete(_ completion: Subscribers.Completion<Failure>)
+    func end(with completion: Subscribers.Completion<Failure>)
 }

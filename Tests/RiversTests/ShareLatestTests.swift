@@ -1,4 +1,5 @@
 import OpenCombine
+import PropertyBased
 import Rivers
 import RiversTesting
 import Testing
@@ -89,5 +90,57 @@ struct ShareLatestTests {
         #expect(quitter.values == [1, 2])
         #expect(stayer.values == [1, 2, 3])
         #expect(upstream.cancelCount == 0)
+    }
+
+    @Test(
+        "a completion from one thread never overlaps or overtakes a value another thread's request is delivering",
+        .shrinking(false)
+    )
+    func completionWaitsForValueInFlight() async {
+        await propertyCheck(
+            count: 3_000,
+            input: Gen.int(in: 0...150),
+            Gen.int(in: 0...150),
+            Gen.int(in: 0...100)
+        ) { requestSpin, completionSpin, holdRounds in
+            let upstream = PassthroughSubject<Int, TestError>()
+            let shared = upstream.shareLatest()
+            let probe = ContractProbe<Int, TestError>(holdRounds: holdRounds)
+            shared.subscribe(probe)
+            upstream.send(1)
+            race(
+                spinning: requestSpin, { probe.request(.max(1)) },
+                spinning: completionSpin, { upstream.send(completion: .finished) }
+            )
+            #expect(probe.violations.isEmpty)
+            #expect(probe.completionCount == 1)
+        }
+    }
+
+    @Test("subscribers joining while the upstream completes on another thread get their subscription first", .shrinking(false))
+    @available(macOS 15.0, *)
+    func subscriptionBeforeCompletion() async {
+        await propertyCheck(count: 3_000, input: Gen.int(in: 0...300), Gen.int(in: 0...30)) { completionSpin, holdRounds in
+            let upstream = PassthroughSubject<Int, TestError>()
+            let shared = upstream.shareLatest()
+            let first = ContractProbe<Int, TestError>(initialDemand: .unlimited)
+            shared.subscribe(first)
+            nonisolated(unsafe) var joiners: [ContractProbe<Int, TestError>] = []
+            race(
+                spinning: 0, {
+                    // Joins until the completion reached the first subscriber, so that it lands
+                    // while some joiner is being subscribed.
+                    while first.completionCount == 0 && joiners.count < 10_000 {
+                        let joiner = ContractProbe<Int, TestError>(initialDemand: .unlimited, holdRounds: holdRounds)
+                        joiners.append(joiner)
+                        shared.subscribe(joiner)
+                    }
+                },
+                spinning: completionSpin, { upstream.send(completion: .finished) }
+            )
+            let violations = joiners.flatMap(\.violations)
+            #expect(violations.isEmpty, "\(violations)")
+            #expect(joiners.allSatisfy { $0.completionCount == 1 })
+        }
     }
 }
