@@ -81,7 +81,7 @@ extension Publishers.AsResult {
 
         private let lock = Lock()
         private let downstream: Downstream
-        private var status = AsResultStatus.awaitingSubscription
+        private var state = AsResultState.awaitingSubscription
         /// The upstream's failure, held while downstream has no demand for it.
         private var heldFailure: Upstream.Failure?
         private var demand = Subscribers.Demand.none
@@ -94,19 +94,19 @@ extension Publishers.AsResult {
 
         func receive(subscription: any Subscription) {
             lock.lock()
-            guard case .awaitingSubscription = status else {
+            guard case .awaitingSubscription = state else {
                 lock.unlock()
                 subscription.cancel()
                 return
             }
-            status = .subscribed(subscription)
+            state = .subscribed(subscription)
             lock.unlock()
             downstream.receive(subscription: self)
         }
 
         func receive(_ input: Upstream.Output) -> Subscribers.Demand {
             lock.lock()
-            guard case .subscribed = status else {
+            guard case .subscribed = state else {
                 lock.unlock()
                 return .none
             }
@@ -123,23 +123,23 @@ extension Publishers.AsResult {
 
         func receive(completion: Subscribers.Completion<Upstream.Failure>) {
             lock.lock()
-            guard case .subscribed = status else {
+            guard case .subscribed = state else {
                 lock.unlock()
                 return
             }
             switch completion {
             case .finished:
-                status = .terminal
+                state = .terminal
                 lock.unlock()
                 downstream.receive(completion: .finished)
             case let .failure(error):
                 guard demand > 0 else {
-                    status = .holdingFailure
+                    state = .holdingFailure
                     heldFailure = error
                     lock.unlock()
                     return
                 }
-                status = .terminal
+                state = .terminal
                 lock.unlock()
                 _ = downstream.receive(.failure(error))
                 downstream.receive(completion: .finished)
@@ -148,13 +148,13 @@ extension Publishers.AsResult {
 
         func request(_ demand: Subscribers.Demand) {
             lock.lock()
-            switch status {
+            switch state {
             case let .subscribed(subscription):
                 self.demand += demand
                 lock.unlock()
                 subscription.request(demand)
             case .holdingFailure:
-                status = .terminal
+                state = .terminal
                 let error = heldFailure.take()!
                 lock.unlock()
                 _ = downstream.receive(.failure(error))
@@ -166,8 +166,8 @@ extension Publishers.AsResult {
 
         func cancel() {
             lock.lock()
-            let previous = status
-            status = .terminal
+            let previous = state
+            state = .terminal
             lock.unlock()
             if case let .subscribed(subscription) = previous {
                 subscription.cancel()
@@ -177,7 +177,7 @@ extension Publishers.AsResult {
 }
 
 /// Where `asResult()` stands (non-generic on purpose: see `UpstreamState`).
-private enum AsResultStatus {
+private enum AsResultState {
     case awaitingSubscription
     case subscribed(any Subscription)
     /// The upstream failed while downstream had no demand; the error is in `heldFailure`.

@@ -90,7 +90,7 @@ extension Publishers.WaitUntilOutput {
         private let lock = Lock()
         private let downstream: Downstream
         private var upstream: Upstream?
-        private var status = WaitStatus.waiting(nil)
+        private var state = WaitState.waiting(nil)
         /// Demand requested before the upstream subscription arrived.
         private var pendingDemand = Subscribers.Demand.none
 
@@ -103,7 +103,7 @@ extension Publishers.WaitUntilOutput {
 
         func start(waitingFor signal: Signal) {
             lock.lock()
-            guard case .waiting = status else {
+            guard case .waiting = state else {
                 lock.unlock()
                 return
             }
@@ -115,24 +115,24 @@ extension Publishers.WaitUntilOutput {
 
         private func signalReceived(subscription: any Subscription) {
             lock.lock()
-            guard case .waiting(nil) = status else {
+            guard case .waiting(nil) = state else {
                 lock.unlock()
                 subscription.cancel()
                 return
             }
-            status = .waiting(subscription)
+            state = .waiting(subscription)
             lock.unlock()
             subscription.request(.max(1))
         }
 
         private func signalFired() {
             lock.lock()
-            guard case let .waiting(signalSubscription) = status,
+            guard case let .waiting(signalSubscription) = state,
                   let upstream = upstream.take() else {
                 lock.unlock()
                 return
             }
-            status = .subscribing
+            state = .subscribing
             lock.unlock()
             signalSubscription?.cancel()
             upstream.subscribe(self)
@@ -140,8 +140,8 @@ extension Publishers.WaitUntilOutput {
 
         private func signalFinished() {
             lock.lock()
-            if case .waiting = status {
-                status = .waiting(nil)
+            if case .waiting = state {
+                state = .waiting(nil)
             }
             lock.unlock()
         }
@@ -150,12 +150,12 @@ extension Publishers.WaitUntilOutput {
 
         func receive(subscription: any Subscription) {
             lock.lock()
-            guard case .subscribing = status else {
+            guard case .subscribing = state else {
                 lock.unlock()
                 subscription.cancel()
                 return
             }
-            status = .subscribed(subscription)
+            state = .subscribed(subscription)
             let demand = pendingDemand
             pendingDemand = .none
             lock.unlock()
@@ -166,7 +166,7 @@ extension Publishers.WaitUntilOutput {
 
         func receive(_ input: Upstream.Output) -> Subscribers.Demand {
             lock.lock()
-            guard case .subscribed = status else {
+            guard case .subscribed = state else {
                 lock.unlock()
                 return .none
             }
@@ -176,11 +176,11 @@ extension Publishers.WaitUntilOutput {
 
         func receive(completion: Subscribers.Completion<Upstream.Failure>) {
             lock.lock()
-            guard case .subscribed = status else {
+            guard case .subscribed = state else {
                 lock.unlock()
                 return
             }
-            status = .terminal
+            state = .terminal
             lock.unlock()
             downstream.receive(completion: completion)
         }
@@ -189,8 +189,8 @@ extension Publishers.WaitUntilOutput {
 
         func request(_ demand: Subscribers.Demand) {
             lock.lock()
-            guard case let .subscribed(subscription) = status else {
-                if case .terminal = status {
+            guard case let .subscribed(subscription) = state else {
+                if case .terminal = state {
                     lock.unlock()
                     return
                 }
@@ -204,8 +204,8 @@ extension Publishers.WaitUntilOutput {
 
         func cancel() {
             lock.lock()
-            let previous = status
-            status = .terminal
+            let previous = state
+            state = .terminal
             upstream = nil
             lock.unlock()
             switch previous {
@@ -247,7 +247,7 @@ extension Publishers.WaitUntilOutput {
 }
 
 /// Where `wait(untilOutputFrom:)` stands (non-generic on purpose: see `UpstreamState`).
-private enum WaitStatus {
+private enum WaitState {
     /// Subscribed (or subscribing) to the signal.
     case waiting((any Subscription)?)
     /// The signal emitted; the upstream is being subscribed.
