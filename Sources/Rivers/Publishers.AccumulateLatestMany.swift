@@ -87,9 +87,14 @@ extension Publishers {
 // MARK: - Subscription
 
 extension Publishers.AccumulateLatestMany {
-    private final class Inner<Downstream: Subscriber>: LatestEngine<Downstream>
+    private final class Inner<Downstream: Subscriber>: LatestEngine<Downstream>, SourceOwner
         where Downstream.Input == [Upstream.Output], Downstream.Failure == Upstream.Failure
     {
+        /// An input is known by its index.
+        typealias SourceKey = Int
+        typealias SourceOutput = Upstream.Output
+        typealias SourceFailure = Upstream.Failure
+
         /// The values received before every input had one.
         private var partial: [Upstream.Output?]
         /// The latest values, once every input had one (then `partial` is emptied).
@@ -102,16 +107,29 @@ extension Publishers.AccumulateLatestMany {
         }
 
         func subscribe(_ publishers: [Upstream]) {
-            let store = LatestStore<Upstream.Output, Downstream>(engine: self) { [unowned self] index, value in
-                if self.isComplete {
-                    self.values[index] = value
+            for (index, publisher) in publishers.enumerated() {
+                subscribe(publisher, at: index, through: self)
+            }
+        }
+
+        // MARK: Inputs (all of one type: no LatestStore in between)
+
+        func source(_ index: Int, received subscription: any Subscription) {
+            child(index, received: subscription)
+        }
+
+        func source(_ index: Int, received value: Upstream.Output) {
+            child(index) {
+                if isComplete {
+                    values[index] = value
                 } else {
-                    self.storePartial(value, at: index)
+                    storePartial(value, at: index)
                 }
             }
-            for (index, publisher) in publishers.enumerated() {
-                subscribe(publisher, at: index, storingIn: store)
-            }
+        }
+
+        func source(_ index: Int, received completion: Subscribers.Completion<Upstream.Failure>) {
+            child(index, received: completion)
         }
 
         /// Kept apart from the steady-state path so that path never touches `[Output?]`.

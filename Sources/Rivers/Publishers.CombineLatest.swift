@@ -290,8 +290,8 @@ extension Publishers.CombineLatest {
         }
 
         func subscribe(_ a: A, _ b: B) {
-            subscribe(a, at: 0, storingIn: LatestStore(engine: self) { [unowned self] in self.a = $1 })
-            subscribe(b, at: 1, storingIn: LatestStore(engine: self) { [unowned self] in self.b = $1 })
+            subscribe(a, at: 0, through: LatestStore(engine: self) { [unowned self] in self.a = $1 })
+            subscribe(b, at: 1, through: LatestStore(engine: self) { [unowned self] in self.b = $1 })
         }
 
         override func snapshot() -> Downstream.Input {
@@ -314,9 +314,9 @@ extension Publishers.CombineLatest3 {
         }
 
         func subscribe(_ a: A, _ b: B, _ c: C) {
-            subscribe(a, at: 0, storingIn: LatestStore(engine: self) { [unowned self] in self.a = $1 })
-            subscribe(b, at: 1, storingIn: LatestStore(engine: self) { [unowned self] in self.b = $1 })
-            subscribe(c, at: 2, storingIn: LatestStore(engine: self) { [unowned self] in self.c = $1 })
+            subscribe(a, at: 0, through: LatestStore(engine: self) { [unowned self] in self.a = $1 })
+            subscribe(b, at: 1, through: LatestStore(engine: self) { [unowned self] in self.b = $1 })
+            subscribe(c, at: 2, through: LatestStore(engine: self) { [unowned self] in self.c = $1 })
         }
 
         override func snapshot() -> Downstream.Input {
@@ -340,10 +340,10 @@ extension Publishers.CombineLatest4 {
         }
 
         func subscribe(_ a: A, _ b: B, _ c: C, _ d: D) {
-            subscribe(a, at: 0, storingIn: LatestStore(engine: self) { [unowned self] in self.a = $1 })
-            subscribe(b, at: 1, storingIn: LatestStore(engine: self) { [unowned self] in self.b = $1 })
-            subscribe(c, at: 2, storingIn: LatestStore(engine: self) { [unowned self] in self.c = $1 })
-            subscribe(d, at: 3, storingIn: LatestStore(engine: self) { [unowned self] in self.d = $1 })
+            subscribe(a, at: 0, through: LatestStore(engine: self) { [unowned self] in self.a = $1 })
+            subscribe(b, at: 1, through: LatestStore(engine: self) { [unowned self] in self.b = $1 })
+            subscribe(c, at: 2, through: LatestStore(engine: self) { [unowned self] in self.c = $1 })
+            subscribe(d, at: 3, through: LatestStore(engine: self) { [unowned self] in self.d = $1 })
         }
 
         override func snapshot() -> Downstream.Input {

@@ -275,10 +275,11 @@ extension Publishers.FlatMapSequential {
                 lock.unlock()
                 return .none
             }
-            let record = Record(
-                fallback: makeFallback.map { makeFallback in { error in makeFallback(input, error) } },
-                isBackPressured: runningCount == 0
-            )
+            var fallback: ((Child.Failure) -> Child.Output)?
+            if let makeFallback {
+                fallback = { error in makeFallback(input, error) }
+            }
+            let record = Record(fallback: fallback, isBackPressured: runningCount == 0)
             records.append(record)
             runningCount += 1
             isReceivingElement = true
@@ -322,7 +323,10 @@ extension Publishers.FlatMapSequential {
                 return
             }
             record.subscription = subscription
-            let initialDemand = record.isBackPressured ? demandToRequest(from: record) : .unlimited
+            // With unlimited downstream demand there is no back pressure to keep.
+            let initialDemand = record.isBackPressured && demand != .unlimited
+                ? (records.first === record ? demandToRequest(from: record) : nil)
+                : .unlimited
             if let initialDemand {
                 record.demand += initialDemand
             }
@@ -431,13 +435,12 @@ extension Publishers.FlatMapSequential {
 
         // MARK: Private
 
-        /// What a back-pressured `record` must be asked for so that, with what it was asked for
-        /// and what it has buffered, downstream's demand is covered; `nil` if nothing, or if it
-        /// is not the oldest record yet (the outputs of older ones go first).
+        /// What the oldest record, back-pressured, must be asked for so that, with what it was
+        /// asked for and what it has buffered, downstream's demand is covered; `nil` if nothing.
+        /// (A record that is not the oldest yet is asked for nothing: older outputs go first.)
         ///
         /// - Precondition: `lock` is held.
         private func demandToRequest(from record: Record) -> Subscribers.Demand? {
-            guard records.first === record else { return nil }
             if demand == .unlimited {
                 return record.demand == .unlimited ? nil : .unlimited
             }

@@ -15,8 +15,9 @@ import OpenCombine
 /// - The first failure wins: the other children are cancelled and the failure is sent.
 /// - Cancelling cancels every child subscription exactly once.
 ///
-/// Subclasses store the children's values (through ``LatestStore``s, with `lock` held) and
-/// build the combination in `snapshot()`.
+/// Subclasses store the children's values (with `lock` held, in the closure they give
+/// `child(_:receivedValue:)`, themselves or through a ``LatestStore`` per child type) and build
+/// the combination in `snapshot()`.
 internal class LatestEngine<Downstream: Subscriber>: SerialEmitter<Downstream> {
     private let childCount: Int
     private var subscriptions: [(any Subscription)?]
@@ -42,15 +43,14 @@ internal class LatestEngine<Downstream: Subscriber>: SerialEmitter<Downstream> {
         fatalError("LatestEngine.snapshot() must be overridden")
     }
 
-    /// Subscribes to `child`, the child at `index`, whose values `store` keeps, unless the
-    /// engine already terminated (cancelled, or failed while subscribing an earlier child).
-    final func subscribe<Child: Publisher>(
-        _ child: Child,
-        at index: Int,
-        storingIn store: LatestStore<Child.Output, Downstream>
-    ) where Child.Failure == Downstream.Failure {
+    /// Subscribes to `child`, the child at `index`, whose events go to `owner` (which stores
+    /// its values and passes the rest on to the engine), unless the engine already terminated
+    /// (cancelled, or failed while subscribing an earlier child).
+    final func subscribe<Child: Publisher, Owner: SourceOwner>(_ child: Child, at index: Int, through owner: Owner)
+        where Owner.SourceKey == Int, Owner.SourceOutput == Child.Output, Owner.SourceFailure == Child.Failure
+    {
         if acceptsSources {
-            child.subscribe(Source(store, key: index))
+            child.subscribe(Source(owner, key: index))
         }
     }
 
@@ -129,14 +129,11 @@ internal class LatestEngine<Downstream: Subscriber>: SerialEmitter<Downstream> {
     }
 }
 
-/// How a ``LatestEngine`` keeps the values of its children of one output type: each child's
-/// ``Source`` hands its events here, keyed by the child's index, and `store` writes the value
-/// into the engine (called with the engine's lock held). Children of the same type may share one.
+/// How a ``LatestEngine`` keeps the values of its children of one output type, when they are
+/// not all of one type: each child's ``Source`` hands its events here, keyed by the child's
+/// index, and `store` writes the value into the engine (called with the engine's lock held).
 ///
-///     let store = LatestStore<Int, Downstream>(engine: self) { [unowned self] index, value in
-///         values[index] = value
-///     }
-///     subscribe(child, at: 0, storingIn: store)
+///     subscribe(a, at: 0, through: LatestStore(engine: self) { [unowned self] in self.a = $1 })
 internal final class LatestStore<Value, Downstream: Subscriber>: SourceOwner {
     typealias SourceKey = Int
     typealias SourceOutput = Value

@@ -2,10 +2,8 @@
 ///
 /// Operators keep the values they may not deliver yet (no downstream demand, or an earlier
 /// inner publisher still running) in one of these. Its methods are inlined into the generic
-/// operators, which keeps unspecialised generic code free of a metadata lookup per call.
-/// Delivered values are released at once; once emptied, small storage is kept for the next
-/// values (a buffer that fills and empties one value at a time allocates once), large
-/// storage is dropped.
+/// operators, which keeps unspecialised generic code free of a metadata lookup per call;
+/// emptied storage is dropped so delivered values are released at once.
 ///
 ///     var queue = Queue<Int>()
 ///     queue.append(1)
@@ -14,8 +12,6 @@
 internal struct Queue<Element> {
     private var storage: [Element] = []
     private var head = 0
-    /// The largest capacity kept when the queue empties.
-    private static var reusedCapacity: Int { 16 }
 
     @inline(__always)
     var isEmpty: Bool { head == storage.count }
@@ -38,7 +34,7 @@ internal struct Queue<Element> {
         let element = storage[head]
         head += 1
         if head == storage.count {
-            storage.removeAll(keepingCapacity: storage.capacity <= Self.reusedCapacity)
+            storage = []
             head = 0
         } else if head >= 32 && head * 2 >= storage.count {
             storage.removeFirst(head)

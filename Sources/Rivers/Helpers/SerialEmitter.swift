@@ -105,6 +105,7 @@ internal class SerialEmitter<Downstream: Subscriber>: Subscription, CustomString
     ///
     /// - Precondition: `lock` is held, the caller is the loop and `demand > 0`.
     /// - Postcondition: `lock` is held.
+    @inline(__always)
     final func deliver(_ value: Downstream.Input) {
         demand -= 1
         lock.unlock()

@@ -22,11 +22,13 @@ internal protocol SourceOwner: AnyObject {
 /// asks for nothing more.
 ///
 ///     child.subscribe(Source(engine, key: index))
-internal struct Source<Owner: SourceOwner>: Subscriber {
+///
+/// A class, not a struct: OpenCombine's publishers keep their subscriber in generic storage,
+/// where a reference costs a pointer copy and a struct runs generic value witnesses.
+internal final class Source<Owner: SourceOwner>: Subscriber {
     typealias Input = Owner.SourceOutput
     typealias Failure = Owner.SourceFailure
 
-    let combineIdentifier = CombineIdentifier()
     private let owner: Owner
     private let key: Owner.SourceKey
 
