@@ -147,14 +147,13 @@ extension Publishers.FlatMapLatest {
 
         func receive(subscription: any Subscription) {
             lock.lock()
-            guard !isTerminal, case .awaitingSubscription = upstreamState else {
-                lock.unlock()
-                subscription.cancel()
-                return
-            }
-            upstreamState = .subscribed(subscription)
+            let isAccepted = !isTerminal && upstreamState.accept(subscription)
             lock.unlock()
-            subscription.request(.unlimited)
+            if isAccepted {
+                subscription.request(.unlimited)
+            } else {
+                subscription.cancel()
+            }
         }
 
         func receive(_ input: Upstream.Output) -> Subscribers.Demand {
@@ -262,11 +261,7 @@ extension Publishers.FlatMapLatest {
         }
 
         override func takeSources() -> [any Cancellable] {
-            var sources: [any Cancellable] = []
-            if case let .subscribed(upstream) = upstreamState {
-                sources.append(upstream)
-            }
-            upstreamState = .cancelled
+            var sources: [any Cancellable] = upstreamState.takeForCancelling().map { [$0] } ?? []
             if let child = childSubscription.take() {
                 sources.append(child)
             }

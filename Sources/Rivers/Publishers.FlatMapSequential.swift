@@ -259,14 +259,13 @@ extension Publishers.FlatMapSequential {
 
         func receive(subscription: any Subscription) {
             lock.lock()
-            guard !isTerminal, case .awaitingSubscription = upstreamState else {
-                lock.unlock()
-                subscription.cancel()
-                return
-            }
-            upstreamState = .subscribed(subscription)
+            let isAccepted = !isTerminal && upstreamState.accept(subscription)
             lock.unlock()
-            subscription.request(maxPublishers)
+            if isAccepted {
+                subscription.request(maxPublishers)
+            } else {
+                subscription.cancel()
+            }
         }
 
         func receive(_ input: Upstream.Output) -> Subscribers.Demand {
@@ -420,11 +419,7 @@ extension Publishers.FlatMapSequential {
         }
 
         override func takeSources() -> [any Cancellable] {
-            var sources: [any Cancellable] = []
-            if case let .subscribed(upstream) = upstreamState {
-                sources.append(upstream)
-            }
-            upstreamState = .cancelled
+            var sources: [any Cancellable] = upstreamState.takeForCancelling().map { [$0] } ?? []
             for record in records.takeAll() {
                 if let subscription = record.subscription.take() {
                     sources.append(subscription)

@@ -201,6 +201,8 @@ extension Publishers {
                 drain()
             }
 
+            /// Ends the subscription: the completion goes after the value in flight, if any, and
+            /// drops the value not taken yet (`isDrained` stays true: it never waits for demand).
             func end(with completion: Subscribers.Completion<Failure>) {
                 lock.lock()
                 guard !isTerminal, !isCompleting else {
@@ -219,12 +221,6 @@ extension Publishers {
                 guard demand > 0, let value = latest.take() else { return false }
                 deliver(value)
                 return true
-            }
-
-            /// A completion drops the value not taken yet (the documented behaviour): it never
-            /// waits for demand.
-            override var isDrained: Bool {
-                true
             }
 
             /// The membership: leaving it may cancel the upstream, if this was the last member.

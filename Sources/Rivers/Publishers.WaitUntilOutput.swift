@@ -81,11 +81,16 @@ extension Publishers.WaitUntilOutput {
     private final class Inner<Downstream: Subscriber>:
         Subscriber,
         Subscription,
+        SourceOwner,
         CustomStringConvertible
         where Downstream.Input == Upstream.Output, Downstream.Failure == Upstream.Failure
     {
         typealias Input = Upstream.Output
         typealias Failure = Upstream.Failure
+        /// The one source besides the upstream: the signal.
+        typealias SourceKey = Void
+        typealias SourceOutput = Signal.Output
+        typealias SourceFailure = Never
 
         private let lock = Lock()
         private let downstream: Downstream
@@ -108,12 +113,12 @@ extension Publishers.WaitUntilOutput {
                 return
             }
             lock.unlock()
-            signal.subscribe(SignalSide(inner: self))
+            signal.subscribe(Source(self, key: ()))
         }
 
         // MARK: Signal
 
-        private func signalReceived(subscription: any Subscription) {
+        func source(_: Void, received subscription: any Subscription) {
             lock.lock()
             guard case .waiting(nil) = state else {
                 lock.unlock()
@@ -125,7 +130,7 @@ extension Publishers.WaitUntilOutput {
             subscription.request(.max(1))
         }
 
-        private func signalFired() {
+        func source(_: Void, received _: Signal.Output) {
             lock.lock()
             guard case let .waiting(signalSubscription) = state,
                   let upstream = upstream.take() else {
@@ -138,7 +143,7 @@ extension Publishers.WaitUntilOutput {
             upstream.subscribe(self)
         }
 
-        private func signalFinished() {
+        func source(_: Void, received _: Subscribers.Completion<Never>) {
             lock.lock()
             if case .waiting = state {
                 state = .waiting(nil)
@@ -213,34 +218,6 @@ extension Publishers.WaitUntilOutput {
                 subscription.cancel()
             case .waiting(nil), .subscribing, .terminal:
                 break
-            }
-        }
-
-        // MARK: SignalSide
-
-        /// Subscribes the operator to the signal.
-        private struct SignalSide: Subscriber {
-            typealias Input = Signal.Output
-            typealias Failure = Never
-
-            let combineIdentifier = CombineIdentifier()
-            private let inner: Inner
-
-            init(inner: Inner) {
-                self.inner = inner
-            }
-
-            func receive(subscription: any Subscription) {
-                inner.signalReceived(subscription: subscription)
-            }
-
-            func receive(_ input: Signal.Output) -> Subscribers.Demand {
-                inner.signalFired()
-                return .none
-            }
-
-            func receive(completion: Subscribers.Completion<Never>) {
-                inner.signalFinished()
             }
         }
     }

@@ -1,8 +1,9 @@
 import OpenCombine
 
-/// The drain loop every Rivers subscription with more than one source is built on: whichever
-/// threads its sources call it from, downstream receives one call at a time, never more values
-/// than it requested, and the completion after the value in flight, never beside or ahead of it.
+/// The drain loop every Rivers subscription whose events come from more than one place is
+/// built on (several sources, or a source and a downstream on other threads): whichever threads
+/// call it, downstream receives one call at a time, never more values than it requested, and the
+/// completion after the value in flight, never beside or ahead of it.
 ///
 /// This is the queue-drain pattern that RxJava and Reactor centralise. A thread changes the
 /// operator's state under `lock`, then calls ``drain()``. If no thread is in the loop, it
