@@ -71,35 +71,38 @@ public final class TestConnection {
 
     /// Sends all of `bytes`, waiting for room in the socket's send buffer when it is full.
     public func send(_ bytes: [UInt8]) async throws {
-        var offset = 0
-        while offset < bytes.count {
-            let (sent, code) = bytes[offset...].withUnsafeBytes { (Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)), errno) }
-            if sent > 0 {
-                offset += sent
-            } else if sent < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
-                try await ready(for: .writable, until: .now + timeout)
-            } else {
-                throw TestClientError.system("send", code)
-            }
-        }
+        let (_, failure) = await write(bytes) { .now + self.timeout }
+        if let failure { throw failure }
     }
 
     /// Sends as much of `bytes` as the server takes within `timeout` (it stops reading when
     /// its bounds are reached); returns how many bytes went out.
     public func sendWhileTaken(_ bytes: [UInt8], timeout: Duration) async -> Int {
         let deadline = ContinuousClock.now + timeout
+        return await write(bytes) { deadline }.sent
+    }
+
+    /// Writes `bytes` until they all went out, the socket fails, or it stays full past the
+    /// deadline asked for before each wait; says how many went out, and why it stopped early.
+    private func write(
+        _ bytes: [UInt8], waitingUntil deadline: () -> ContinuousClock.Instant
+    ) async -> (sent: Int, failure: (any Error)?) {
         var offset = 0
         while offset < bytes.count {
             let (sent, code) = bytes[offset...].withUnsafeBytes { (Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)), errno) }
             if sent > 0 {
                 offset += sent
             } else if sent < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
-                guard (try? await ready(for: .writable, until: deadline)) != nil else { break }
+                do {
+                    try await ready(for: .writable, until: deadline())
+                } catch {
+                    return (offset, error)
+                }
             } else {
-                break
+                return (offset, TestClientError.system("send", code))
             }
         }
-        return offset
+        return (offset, nil)
     }
 
     /// Shuts the sending side (a half-close: the server sees EOF, and may still answer).

@@ -164,19 +164,22 @@ struct HostileClientTests {
 
     // MARK: - Time and connection limits
 
+    /// Sends `text` one byte every 100 ms, as a slowloris client does; true once the server
+    /// has closed the connection, false if all of it went out first.
+    static func trickle(_ text: String, on connection: TestConnection) async -> Bool {
+        for byte in text.utf8 {
+            guard await connection.sendWhileTaken([byte], timeout: .milliseconds(100)) == 1 else { return true }
+            if await connection.waitForClose(within: .milliseconds(100)) { return true }
+        }
+        return false
+    }
+
     @Test("a request must arrive whole within the timeout: one byte now and then does not hold a connection")
     func slowloris() async throws {
         let server = try await Self.echoServer(limits: .init(timeout: .milliseconds(400)))
         let connection = try await TestConnection(port: server.port)
         let opened = ContinuousClock.now
-        var closed = false
-        for byte in "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa".utf8 {
-            guard await connection.sendWhileTaken([byte], timeout: .milliseconds(100)) == 1 else { break }
-            if await connection.waitForClose(within: .milliseconds(100)) {
-                closed = true
-                break
-            }
-        }
+        let closed = await Self.trickle("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa", on: connection)
         #expect(closed, "still open after \(ContinuousClock.now - opened)")
         #expect(ContinuousClock.now - opened >= .milliseconds(380))
         #expect(ContinuousClock.now - opened < .seconds(3), "closed about when the 400 ms ran out, not at the end of the trickle")
@@ -190,14 +193,7 @@ struct HostileClientTests {
         try await connection.sendRequest("GET", "/first")
         #expect(try await connection.readResponse().status == 200)
         let answered = ContinuousClock.now
-        var closed = false
-        for byte in "GET /second HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".utf8 {
-            guard await connection.sendWhileTaken([byte], timeout: .milliseconds(100)) == 1 else { break }
-            if await connection.waitForClose(within: .milliseconds(100)) {
-                closed = true
-                break
-            }
-        }
+        let closed = await Self.trickle("GET /second HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", on: connection)
         #expect(closed, "still open after \(ContinuousClock.now - answered)")
         #expect(ContinuousClock.now - answered < .seconds(3), "closed about when the 400 ms ran out, not at the end of the trickle")
         await server.stop()

@@ -77,7 +77,7 @@ struct YAMLSection {
     func duration(_ key: String) throws(ConfigurationError) -> Duration? {
         guard let text = try scalar(key) else { return nil }
         guard let value = ConfigDuration.parse(text) else {
-            throw ConfigurationError(location(key), "expected a duration such as 250ms, 5s or 1m, found \"\(text)\"")
+            throw ConfigurationError(location(key), "expected a duration such as 250ms, 5s or 1m (at most a year), found \"\(text)\"")
         }
         return value
     }
