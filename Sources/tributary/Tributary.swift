@@ -14,7 +14,7 @@ struct Tributary: ParsableCommand {
 
 /// The options every serving command shares.
 struct ServeOptions: ParsableArguments {
-    @Option(help: "The configuration file (env TRIBUTARY_CONFIG).")
+    @Option(help: "The configuration file (env TRIBUTARY_CONFIG; else config/tributary.yaml if there is one, else the built-in copy of it).")
     var config: String?
 
     @Option(help: "HOST:PORT to listen on (env TRIBUTARY_LISTEN; config server.listen).")

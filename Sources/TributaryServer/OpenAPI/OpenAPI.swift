@@ -67,10 +67,7 @@ enum OpenAPI {
                 ("name", .string(name)), ("in", .string(location.rawValue)), ("description", .string(description)),
             ]
             if required || location == .path { members.append(("required", .bool(true))) }
-            if case .object(let schema) = schema, schema.contains(where: { $0.key == "type" && $0.value == .string("array") }) {
-                // Repeated, `resource=a&resource=b`: the default for a query, stated for readers.
-                members += [("style", .string("form")), ("explode", .bool(true))]
-            }
+            // An array in the query is repeated, `resource=a&resource=b` (OpenAPI's default style).
             members.append(("schema", schema))
             return .object(members)
         }
