@@ -107,11 +107,12 @@ extension OpenAPIDocument {
             errors: errors, security: security)
     }
 
-    /// A search resource's query parameter (`q`).
-    static func queryParameter(_ definition: SearchResource.Definition, prefix: String = "") -> OpenAPI.Parameter {
+    /// A search resource's query parameter (`q`); on `GET /events`, prefixed with the
+    /// resource's name (`search.q`), for which `subscription` says what it needs.
+    static func queryParameter(_ definition: SearchResource.Definition, prefix: String = "", subscription: String = "") -> OpenAPI.Parameter {
         OpenAPI.Parameter(
             name: prefix + definition.parameter, location: .query,
-            description: "The query; for an event stream, the first value of its input `\(definition.parameter)`.",
+            description: "The query; for an event stream, the first value of its input `\(definition.parameter)`.\(subscription)",
             schema: .object([("type", .string("string")), ("maxLength", .integer(SearchView.maximumQueryLength))]))
     }
 
@@ -149,7 +150,9 @@ extension OpenAPIDocument {
             ]))]
         for name in names {
             if case .search(let settings) = configuration.resources[name] {
-                parameters.append(Self.queryParameter(settings.definition, prefix: "\(name)."))
+                parameters.append(Self.queryParameter(
+                    settings.definition, prefix: "\(name).",
+                    subscription: " Only with `resource=\(name)`: for a resource not asked for, the request is refused (400)."))
             }
         }
         parameters.append(OpenAPI.Parameter(
