@@ -47,9 +47,12 @@ COPY Package.swift Package.resolve[d] ./
 RUN swift package resolve
 
 # SwiftPM validates every target of the manifest, so the test and benchmark sources come too.
+# The binary carries the default configuration (`tributary demo` needs no file): the link
+# Sources/TributaryServer/Configuration/shipped.yaml points at config/tributary.yaml.
 COPY Sources ./Sources
 COPY Tests ./Tests
 COPY Benchmarks ./Benchmarks
+COPY config/tributary.yaml ./config/tributary.yaml
 RUN swift build -c release --static-swift-stdlib --product tributary
 
 # -------------------------------------------------------------------------------------- runtime

@@ -94,6 +94,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            // config/tributary.yaml, through a symbolic link, compiled in (ShippedConfiguration).
+            resources: [.embedInCode("Configuration/shipped.yaml")],
             swiftSettings: strictSettings
         ),
         .executableTarget(

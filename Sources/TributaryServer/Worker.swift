@@ -147,7 +147,7 @@ public final class Worker {
         }
         if firstWorkerShares == nil { shares = Shares(live: owned, cluster: clusterLink) }
         StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
-        OperationsRoutes().register(in: &router)
+        OperationsRoutes(openAPIDocument: OpenAPIDocument(configuration).json.serialized).register(in: &router)
     }
 
     private func makeUpstreams() -> [String: Upstream] {

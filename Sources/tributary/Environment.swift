@@ -17,12 +17,14 @@ enum Environment {
 }
 
 enum ConfigurationFile {
+    /// Why a file could not be opened: its `errno` (`ENOENT`: there is none).
     struct ReadError: Error, CustomStringConvertible {
-        let description: String
+        let code: Int32
+        var description: String { String(cString: strerror(code)) }
     }
 
-    static func read(_ path: String) throws -> String {
-        guard let file = fopen(path, "rb") else { throw ReadError(description: String(cString: strerror(errno))) }
+    static func read(_ path: String) throws(ReadError) -> String {
+        guard let file = fopen(path, "rb") else { throw ReadError(code: errno) }
         defer { fclose(file) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)

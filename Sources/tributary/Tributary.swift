@@ -14,7 +14,7 @@ struct Tributary: ParsableCommand {
 
 /// The options every serving command shares.
 struct ServeOptions: ParsableArguments {
-    @Option(help: "The configuration file (env TRIBUTARY_CONFIG).")
+    @Option(help: "The configuration file (env TRIBUTARY_CONFIG; else config/tributary.yaml if there is one, else the built-in copy of it).")
     var config: String?
 
     @Option(help: "HOST:PORT to listen on (env TRIBUTARY_LISTEN; config server.listen).")
@@ -33,22 +33,31 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "trace, debug, info, notice, warning, error or critical (env TRIBUTARY_LOG_LEVEL).")
     var logLevel: String?
 
-    /// The layered configuration, or exit with a message naming the bad key.
-    func load(extraUpstreams: [String] = []) throws -> Configuration {
+    /// The layered configuration, or exit with a message naming the bad key. The file is the
+    /// one `--config` or `TRIBUTARY_CONFIG` names (it must exist), else `config/tributary.yaml`
+    /// in the working directory if there is one, else the copy of it built into the binary.
+    func load(extraUpstreams: [String] = []) throws -> (configuration: Configuration, source: String) {
         let environment = Environment.variables
-        let path = config ?? environment["TRIBUTARY_CONFIG"] ?? "config/tributary.yaml"
-        let yaml: String
+        let (yaml, source) = try Self.file(named: config ?? environment["TRIBUTARY_CONFIG"])
         do {
-            yaml = try ConfigurationFile.read(path)
-        } catch {
-            throw ValidationError("\(path): cannot read the configuration file (\(error))")
-        }
-        do {
-            return try Configuration.load(
-                yaml: yaml, file: path, environment: environment,
+            let configuration = try Configuration.load(
+                yaml: yaml, file: source, environment: environment,
                 overrides: .init(listen: listen, workers: workers, logLevel: logLevel, upstreams: extraUpstreams + upstreams, redis: redis))
+            return (configuration, source)
         } catch {
             throw ValidationError("invalid configuration: \(error)")
+        }
+    }
+
+    /// The configuration's text and what to call it: the file at `path`, or the default one.
+    private static func file(named path: String?) throws -> (yaml: String, source: String) {
+        let defaultPath = "config/tributary.yaml"
+        do {
+            return (try ConfigurationFile.read(path ?? defaultPath), path ?? defaultPath)
+        } catch where path == nil && error.code == ENOENT {
+            return (ShippedConfiguration.yaml, ShippedConfiguration.name)
+        } catch {
+            throw ValidationError("\(path ?? defaultPath): cannot read the configuration file (\(error))")
         }
     }
 }
@@ -59,8 +68,10 @@ struct Serve: ParsableCommand {
     @OptionGroup var options: ServeOptions
 
     func run() throws {
-        let configuration = try options.load()
-        try Service.run(configuration: configuration, logger: .tributary(level: configuration.server.logLevel))
+        let (configuration, source) = try options.load()
+        let logger = Logger.tributary(level: configuration.server.logLevel)
+        logger.info("configuration", metadata: ["source": "\(source)"])
+        try Service.run(configuration: configuration, logger: logger)
     }
 }
 
@@ -75,13 +86,28 @@ struct Demo: ParsableCommand {
 
     func run() throws {
         guard let address = ListenAddress(demoListen) else { throw ValidationError("--demo-listen: expected HOST:PORT") }
-        var configuration = try options.load()
+        var (configuration, source) = try options.load()
         let logger = Logger.tributary(level: configuration.server.logLevel)
+        logger.info("configuration", metadata: ["source": "\(source)"])
         let port = try Service.startDemoUpstream(on: address, logger: logger)
-        let demoURL = "http://\(address.host):\(port)"
-        configuration = try options.load(extraUpstreams: configuration.upstreams.keys.sorted().map { "\($0)=\(demoURL)" })
+        let demoURL = "http://\(ListenAddress(host: address.host, port: port))"
+        configuration = try options.load(extraUpstreams: configuration.upstreams.keys.sorted().map { "\($0)=\(demoURL)" }).configuration
         try Service.run(configuration: configuration, logger: logger) { port in
-            logger.notice("try: curl http://\(configuration.server.listen.host):\(port)/groups")
+            let base = "http://\(ListenAddress(host: Self.browsable(configuration.server.listen.host), port: port))"
+            let resource = configuration.resources.keys.sorted().first.map { "/" + $0 } ?? "/healthz"
+            logger.notice("open \(base)/ in a browser (the live page), or try: curl \(base)\(resource)")
+        }
+    }
+}
+
+extension Demo {
+    /// A host a browser on this machine can open: the loopback address when the service
+    /// listens on every address.
+    static func browsable(_ host: String) -> String {
+        switch host {
+        case "0.0.0.0": "127.0.0.1"
+        case "::": "::1"
+        default: host
         }
     }
 }

@@ -100,6 +100,9 @@ struct ConfigurationTests {
         ("cluster:\n  redis: redis://x\n  leaseTTL: 10ms\n", "t.yaml: cluster.leaseTTL: expected at least 300ms"),
         ("cluster:\n  redis: redis://x\n  keyPrefix: \"a b\"\n", "t.yaml: cluster.keyPrefix: expected a non-empty prefix without spaces"),
         ("cluster:\n  redis: redis://x\n  lease: 3s\n", "t.yaml: cluster.lease: unknown key"),
+        ("upstreams:\n  x: {url: http://x}\nresources:\n  \"a.b\":\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.a.b: a resource name is made of letters, digits, - and _ only"),
+        ("upstreams:\n  x: {url: http://x}\nresources:\n  \"{id}\":\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.{id}: a resource name is made of"),
+        ("upstreams:\n  x: {url: http://x}\nresources:\n  events:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.events: the name events is reserved"),
         ("[1, 2]", "t.yaml: the top level must be a mapping of keys"),
         ("a: [", "t.yaml: not valid YAML"),
     ])

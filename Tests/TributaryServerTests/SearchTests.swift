@@ -92,6 +92,39 @@ struct SearchTests {
         await world.stop()
     }
 
+    @Test("q's limit counts Unicode code points, as the API description's maxLength does, not what a reader sees")
+    func queryLimitInCodePoints() async throws {
+        let world = try await World.start()
+        // 200 "é" written as e + U+0301: 200 characters to a reader, 400 code points.
+        let combining = String(repeating: "e\u{301}", count: 200)
+        let longest = String(repeating: "e\u{301}", count: 128)
+        #expect(try await world.service.get("/search?q=" + QueryString.percentEncoded(combining)).error?.code == "bad_request")
+        #expect(try await world.service.get("/search?q=" + QueryString.percentEncoded(longest)).status == 200)
+        let stream = try await world.service.events("/search")
+        let id = try await stream.announcedID()
+        #expect(try await world.set(id, Array(combining.utf8)).error?.code == "bad_request")
+        #expect(try await world.set(id, Array(longest.utf8)).status == 202)
+        stream.close()
+        await world.stop()
+    }
+
+    @Test("a search resource's input is named after its query parameter")
+    func inputNamedAfterParameter() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .json(#"{"items":[]}"#) }
+        let yaml = ServiceHarness.viewModelsYAML(upstream: upstream.baseURL).replacing("parameter: q", with: "parameter: term")
+        let service = try await ServiceHarness(yaml: yaml)
+        let stream = try await service.events("/search?term=swift")
+        let announcement = try await stream.next(type: "stream")
+        #expect(announcement.data.hasSuffix(#""triggers":[],"inputs":["term"]}"#), "\(announcement.data)")
+        let id = String(announcement.data.dropFirst(#"{"id":""#.count).prefix(32))
+        #expect(try await TestHTTP.request(port: service.port, "PUT", "/streams/\(id)/inputs/term", body: Array("vapor".utf8)).status == 202)
+        #expect(try await TestHTTP.request(port: service.port, "PUT", "/streams/\(id)/inputs/q", body: Array("vapor".utf8)).error?.code == "unknown_input")
+        #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.query["term"] == "vapor" } })
+        stream.close()
+        await service.stop()
+        await upstream.shutdown()
+    }
+
     @Test("one stream's input does not reach another stream")
     func sessionsAreIsolated() async throws {
         let world = try await World.start(debounce: "50ms")

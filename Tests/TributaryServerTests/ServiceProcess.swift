@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import TributaryTesting
 
-/// The `tributary` binary of this build, run as a child process with a configuration file of
-/// its own, its standard error collected (the access log), its port read from its log.
+/// The `tributary` binary of this build, run as a child process in a directory of its own
+/// with a configuration file of its own, its standard error collected (the access log), its
+/// port read from its log.
 final class ServiceProcess: Sendable {
     let port: UInt16
     let output: Observed<String>
@@ -17,18 +18,31 @@ final class ServiceProcess: Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tributary")
     }
 
+    /// Runs `tributary <command> --config <its directory>/tributary.yaml` holding `yaml`, or
+    /// with no `--config` when `yaml` is nil; `files` are written into its directory first
+    /// (paths relative to it, e.g. `config/tributary.yaml`), which is its working directory.
     /// `openFileLimit` runs it under `prlimit --nofile=N:N` (soft and hard: the service raises
     /// its soft limit to the hard one at start).
     init(
-        yaml: String, command: String = "serve", arguments: [String] = [], environment: [String: String] = [:],
-        openFileLimit: Int? = nil
+        yaml: String?, files: [String: String] = [:], command: String = "serve", arguments: [String] = [],
+        environment: [String: String] = [:], openFileLimit: Int? = nil
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-process-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let config = directory.appendingPathComponent("tributary.yaml")
-        try yaml.write(to: config, atomically: true, encoding: .utf8)
+        for (path, text) in files {
+            let file = directory.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try text.write(to: file, atomically: true, encoding: .utf8)
+        }
+        var configArguments: [String] = []
+        if let yaml {
+            let config = directory.appendingPathComponent("tributary.yaml")
+            try yaml.write(to: config, atomically: true, encoding: .utf8)
+            configArguments = ["--config", config.path]
+        }
         process = Process()
-        let serviceArguments = [command, "--config", config.path, "--listen", "127.0.0.1:0"] + arguments
+        process.currentDirectoryURL = directory
+        let serviceArguments = [command] + configArguments + ["--listen", "127.0.0.1:0"] + arguments
         if let openFileLimit {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
             process.arguments = ["--nofile=\(openFileLimit):\(openFileLimit)", "--", Self.binary.path] + serviceArguments
@@ -44,8 +58,9 @@ final class ServiceProcess: Sendable {
         self.output = output
         try process.run()
         outputReader = Task { [reading = errors.fileHandleForReading] in await Self.collect(reading, into: output) }
-        guard await output.wait(timeout: .seconds(20), until: { $0.contains(" listening") }),
-              let match = output.value.firstMatch(of: /address=127\.0\.0\.1:(\d+)/), let port = UInt16(match.1) else {
+        // The service's own line, not the demo upstream's (`demo upstream listening`, first).
+        guard await output.wait(timeout: .seconds(20), until: { $0.contains(/address=127\.0\.0\.1:\d+ workers=/) }),
+              let match = output.value.firstMatch(of: /address=127\.0\.0\.1:(\d+) workers=/), let port = UInt16(match.1) else {
             process.terminate()
             throw TestClientError.malformed("the service did not start: \(output.value)")
         }

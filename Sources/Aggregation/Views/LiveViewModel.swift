@@ -45,8 +45,11 @@ public final class SharedLiveView: LiveViewModel {
         self.live = live
     }
 
+    /// Its triggers, whatever the resource (the API description lists them).
+    public static let triggerNames = ["reload"]
+
     public var states: AnyPublisher<LiveState, Never> { live.states }
-    public var triggers: [String] { ["reload"] }
+    public var triggers: [String] { Self.triggerNames }
 
     public func activate(_ trigger: String, arguments: [String: String]) throws(ControlError) {
         guard trigger == "reload" else { throw .unknownTrigger(trigger) }

@@ -29,7 +29,10 @@ public final class RowsView: LiveViewModel {
         update = { [weak self] ids in self?.knownIDs = ids }
     }
 
-    public var triggers: [String] { ["reload", "loadMore"] }
+    /// Its triggers, whatever the resource (the API description lists them).
+    public static let triggerNames = ["reload", "loadMore"]
+
+    public var triggers: [String] { Self.triggerNames }
 
     public func activate(_ trigger: String, arguments: [String: String]) throws(ControlError) {
         switch trigger {

@@ -35,6 +35,9 @@ extension Configuration {
         return configuration
     }
 
+    /// What a resource's name is made of: ASCII letters, digits, `-` and `_`.
+    static let resourceNameBytes = Set(Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_".utf8))
+
     static let logLevels: Set<String> = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     private init(yaml root: YAMLSection) throws(ConfigurationError) {
@@ -274,8 +277,13 @@ extension Configuration {
             guard upstreams[resource.upstream] != nil else {
                 throw ConfigurationError("\(file): resources.\(name).upstream", "no upstream named \(resource.upstream) (known: \(upstreams.keys.sorted().joined(separator: ", ")))")
             }
-            guard !["streams", "healthz", "metrics"].contains(name) else {
+            guard !["streams", "healthz", "metrics", "events"].contains(name) else {
                 throw ConfigurationError("\(file): resources.\(name)", "the name \(name) is reserved for Tributary's own endpoints")
+            }
+            // One plain path segment: no `{…}` that a route would read as a parameter, no `.`,
+            // which separates a resource from its parameter on GET /events (`search.q`).
+            guard !name.isEmpty, name.utf8.allSatisfy({ Self.resourceNameBytes.contains($0) }) else {
+                throw ConfigurationError("\(file): resources.\(name)", "a resource name is made of letters, digits, - and _ only")
             }
         }
     }

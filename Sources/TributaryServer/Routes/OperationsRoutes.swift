@@ -1,8 +1,13 @@
 import Libevent
 
 /// The operator's endpoints: `GET /healthz` (liveness), `GET /metrics` (Prometheus text
-/// format), and `GET /` (the live page).
+/// format), `GET /` (the live page) and `GET /openapi.json` (the API described,
+/// ``OpenAPIDocument``).
 struct OperationsRoutes {
+    /// The serialized ``OpenAPIDocument`` of the worker's configuration: made once, as it is the
+    /// same for every request.
+    let openAPIDocument: [UInt8]
+
     func register(in router: inout Router<Route>) {
         router.add(.get, "/healthz") { request in request.respond(status: 200, json: #"{"status":"ok"}"#) }
         router.add(.get, "/metrics") { request in
@@ -12,6 +17,10 @@ struct OperationsRoutes {
         router.add(.get, "/") { request in
             request.respond(status: 200, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")],
                             text: IndexPage.html)
+        }
+        router.add(.get, "/openapi.json") { request in
+            request.respond(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")],
+                            body: openAPIDocument)
         }
     }
 }

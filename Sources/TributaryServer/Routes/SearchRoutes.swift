@@ -15,7 +15,7 @@ struct SearchRoutes {
     func register(in router: inout Router<Route>) {
         router.add(.get, "/\(resource.name)") { request in
             let query = request.queryParameters[resource.definition.parameter] ?? ""
-            guard query.count <= SearchView.maximumQueryLength else {
+            guard query.unicodeScalars.count <= SearchView.maximumQueryLength else {
                 return request.respond(.badRequest("\(resource.definition.parameter) is longer than \(SearchView.maximumQueryLength) characters"))
             }
             if request.acceptsEventStream {

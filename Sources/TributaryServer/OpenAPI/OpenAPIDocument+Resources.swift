@@ -1,0 +1,193 @@
+import Aggregation
+
+/// The configured resources' paths, and `GET /events`, which carries any of them.
+extension OpenAPIDocument {
+    /// `/<name>` and, for a list or pages resource, `/<name>/reload`.
+    func resourcePaths(_ name: String, _ resource: Configuration.Resource) -> [(key: String, value: JSON)] {
+        var paths = [(key: "/\(name)", value: pathItem(resourceOperation(name, resource)))]
+        switch resource {
+        case .list, .pages: paths.append((key: "/\(name)/reload", value: pathItem(reloadOperation(name, resource))))
+        case .search: break
+        }
+        return paths
+    }
+
+    private func resourceOperation(_ name: String, _ resource: Configuration.Resource) -> OpenAPI.Operation {
+        let summary: String
+        let triggers: [String]
+        var inputs: [String] = []
+        var parameters: [OpenAPI.Parameter] = []
+        var errors = Self.upstreamErrors
+        switch resource {
+        case .list(let settings):
+            let definition = settings.definition
+            summary = "`\(definition.listPath)` of upstream `\(settings.upstream)`, each item merged with its `\(definition.detailPath)`"
+            triggers = SharedLiveView.triggerNames
+        case .pages(let settings):
+            let definition = settings.definition
+            summary = "`\(definition.listPath)` of upstream `\(settings.upstream)`, each item with the first page of its `\(definition.pagePath)`"
+            triggers = RowsView.triggerNames
+        case .search(let settings):
+            let definition = settings.definition
+            summary = "Search `\(definition.path)` of upstream `\(settings.upstream)`"
+            triggers = []
+            inputs = [definition.parameter]
+            parameters.append(Self.queryParameter(definition))
+            errors.append(OpenAPI.ErrorCase(
+                status: 400, code: "bad_request", when: "`\(definition.parameter)` is longer than \(SearchView.maximumQueryLength) characters"))
+        }
+        parameters.append(OpenAPI.Parameter(
+            name: "Last-Event-ID", location: .header,
+            description: "An event stream reconnecting: the version of the snapshot the client has, which is then not sent again.",
+            schema: .object([("type", .string("string"))])))
+        let control = [("triggers", triggers), ("inputs", inputs)].map { kind, names in
+            "\(kind): " + (names.isEmpty ? "none" : names.map { "`\($0)`" }.joined(separator: ", "))
+        }
+        let document = Self.reference(Self.documentSchemaName(name))
+        let events = Self.eventSchema([
+            OpenAPI.Event(name: "stream", data: Self.reference("StreamAnnouncement"), when: "first, once"),
+            OpenAPI.Event(name: "snapshot", data: document, when: "whenever the document changes; `id` is its version", hasID: true),
+            OpenAPI.Event(name: "error", data: Self.reference("Error"), when: "a refresh failed; the stream stays open"),
+        ])
+        return OpenAPI.Operation(
+            method: "get", id: "get_\(name)", tag: .resources, summary: summary,
+            description: "With `Accept: text/event-stream`: the document live (\(control.joined(separator: "; "))).",
+            parameters: parameters,
+            answers: [OpenAPI.Answer(status: 200, description: "The document, or its live stream.", content: [
+                ("application/json", document), ("text/event-stream", events),
+            ])],
+            errors: errors + [
+                OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "an event stream asked for at `sse.maxSubscribers` streams"),
+            ])
+    }
+
+    /// The name of `/<name>`'s document schema under `components.schemas`.
+    static func documentSchemaName(_ name: String) -> String { "\(name)Document" }
+
+    /// The schema of the JSON document of `resource` (as answered, and as a snapshot's data).
+    static func documentSchema(_ resource: Configuration.Resource) -> JSON {
+        switch resource {
+        case .list(let settings):
+            described(
+                "The items in the upstream's order, each merged with its details. An item whose details failed is kept with an `error` member (`ItemError`), or dropped, as configured (`onItemFailure`).",
+                .object([("type", .string("array")), ("items", item(idMember: settings.definition.idMember))]))
+        case .pages(let settings):
+            described(
+                "One row per item, in the upstream's order. A row whose next page failed keeps what it loaded, with an `error` member (`ItemError`).",
+                .object([("type", .string("array")), ("items", object(required: [
+                    (settings.definition.rowItemKey, item(idMember: settings.definition.idMember)),
+                    (settings.definition.rowPagesKey, .object([
+                        ("type", .string("array")), ("description", .string("The item's pages loaded so far, in order.")),
+                    ])),
+                ]))]))
+        case .search(let settings):
+            described(
+                "The upstream's results, unchanged and in its order; `[]` without an upstream call for a query shorter than \(settings.definition.minimumLength) characters.",
+                .object([("type", .string("array"))]))
+        }
+    }
+
+    private func reloadOperation(_ name: String, _ resource: Configuration.Resource) -> OpenAPI.Operation {
+        let what = if case .list = resource {
+            "Refreshes the shared live pipeline now, for every subscriber."
+        } else {
+            "Activates `reload` on every live stream of the resource, on every worker (and, in a fleet, every replica)."
+        }
+        var errors: [OpenAPI.ErrorCase] = []
+        var security: [String] = []
+        if configuration.server.adminToken != nil {
+            errors.append(OpenAPI.ErrorCase(status: 401, code: "unauthorized", when: "no `Authorization: Bearer <admin token>`, or another token"))
+            security.append(Self.adminScheme)
+        }
+        return OpenAPI.Operation(
+            method: "post", id: "reload_\(name)", tag: .resources, summary: "Reload `/\(name)` for everyone", description: what,
+            answers: [OpenAPI.Answer(status: 202, description: "The reload has started.", content: [
+                ("application/json", Self.object(required: [("reloading", .object([("const", .string(name))]))])),
+            ])],
+            errors: errors, security: security)
+    }
+
+    /// A search resource's query parameter (`q`); on `GET /events`, prefixed with the
+    /// resource's name (`search.q`), for which `subscription` says what it needs.
+    static func queryParameter(_ definition: SearchResource.Definition, prefix: String = "", subscription: String = "") -> OpenAPI.Parameter {
+        OpenAPI.Parameter(
+            name: prefix + definition.parameter, location: .query,
+            description: "The query; for an event stream, the first value of its input `\(definition.parameter)`.\(subscription)",
+            schema: .object([("type", .string("string")), ("maxLength", .integer(SearchView.maximumQueryLength))]))
+    }
+
+    /// An upstream item as Tributary passes it on: an object with its id.
+    private static func item(idMember: String) -> JSON {
+        .object([
+            ("type", .string("object")),
+            ("required", .array([.string(idMember)])),
+            ("properties", .object([(idMember, .object([("type", .array([.string("string"), .string("number")]))]))])),
+        ])
+    }
+
+    /// What a document built from upstream calls may fail with.
+    static let upstreamErrors = [
+        OpenAPI.ErrorCase(status: 502, code: "upstream_unavailable", when: "an upstream could not be reached or broke off"),
+        OpenAPI.ErrorCase(status: 502, code: "upstream_status", when: "an upstream answered with an error status"),
+        OpenAPI.ErrorCase(status: 502, code: "upstream_malformed", when: "an upstream's answer was not JSON of the configured shape"),
+        OpenAPI.ErrorCase(status: 502, code: "invalid_item_id", when: "an item's id cannot name an upstream path"),
+        OpenAPI.ErrorCase(status: 503, code: "upstream_saturated", when: "too many calls already wait for a connection to the upstream"),
+        OpenAPI.ErrorCase(status: 504, code: "upstream_timeout", when: "an upstream did not answer in time"),
+    ]
+
+    // MARK: - GET /events
+
+    /// One event stream carrying several resources (DESIGN, "One event stream for many resources").
+    var eventsOperation: OpenAPI.Operation {
+        let names = configuration.resources.keys.sorted()
+        var parameters = [OpenAPI.Parameter(
+            name: "resource", location: .query, required: true,
+            description: "The resources to carry, in this order, each once: `?resource=groups&resource=rows`.",
+            schema: .object([
+                ("type", .string("array")),
+                ("items", .object([("type", .string("string")), ("enum", .array(names.map(JSON.string)))])),
+                ("minItems", .integer(1)), ("maxItems", .integer(16)), ("uniqueItems", .bool(true)),
+            ]))]
+        for name in names {
+            if case .search(let settings) = configuration.resources[name] {
+                parameters.append(Self.queryParameter(
+                    settings.definition, prefix: "\(name).",
+                    subscription: " Only with `resource=\(name)`: for a resource not asked for, the request is refused (400)."))
+            }
+        }
+        parameters.append(OpenAPI.Parameter(
+            name: "Last-Event-ID", location: .header,
+            description: "Reconnecting: the last snapshot's id, `groups:<version>,rows:<version>`; each unchanged document is not sent again.",
+            schema: .object([("type", .string("string"))])))
+        let snapshots = names.map { name in
+            Self.object(required: [
+                ("resource", .object([("const", .string(name))])),
+                ("data", Self.reference(Self.documentSchemaName(name))),
+            ])
+        }
+        let events = Self.eventSchema([
+            OpenAPI.Event(
+                name: "stream", data: Self.reference("EventsAnnouncement"),
+                when: "once per resource, in request order; each id works with `/streams/{id}/…`"),
+            OpenAPI.Event(
+                name: "snapshot", data: .object([("oneOf", .array(snapshots))]),
+                when: "a resource's document changed; `id` lists every resource's latest version, `groups:<version>,rows:<version>`",
+                hasID: true),
+            OpenAPI.Event(name: "error", data: Self.reference("EventsError"), when: "a refresh of a resource failed; the stream stays open"),
+        ])
+        let description = """
+            A resource's own query parameters are prefixed with its name and a dot (`search.q=swift`). Bad requests are \
+            answered before any event, and leave nothing subscribed.
+            """
+        return OpenAPI.Operation(
+            method: "get", id: "events", tag: .resources, summary: "One event stream for several resources",
+            description: description, parameters: parameters,
+            answers: [OpenAPI.Answer(status: 200, description: "The event stream.", content: [("text/event-stream", events)])],
+            errors: [
+                OpenAPI.ErrorCase(status: 400, code: nil,
+                                  when: "a resource asked for twice or more than 16, a parameter without a dot, or for a resource not asked for"),
+                OpenAPI.ErrorCase(status: 404, code: nil, when: "no resource of that name"),
+                OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "the worker is at `sse.maxSubscribers` streams"),
+            ])
+    }
+}

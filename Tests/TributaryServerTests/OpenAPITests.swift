@@ -1,0 +1,111 @@
+import Foundation
+import Libevent
+import Testing
+import TributaryServer
+import TributaryTesting
+
+@Suite("GET /openapi.json: the API described, from the loaded configuration")
+struct OpenAPITests {
+    /// The shipped configuration with two more resources: a list `teams` and a search `lookup`
+    /// whose query parameter is `term` (`resources:` is the file's last section).
+    static let extendedYAML = ShippedConfiguration.yaml + """
+
+          teams:
+            kind: list
+            upstream: tasks
+            list: {path: /teams, items: result, id: slug}
+            details: {path: "/teams/{id}/profile", value: result}
+          lookup:
+            kind: search
+            upstream: search
+            path: /lookup
+            parameter: term
+
+        """
+
+    /// The document a worker of `yaml` serves, parsed, and the answer it came in.
+    static func document(_ yaml: String) async throws -> (document: [String: Any], response: TestResponse) {
+        let service = try await ServiceHarness(yaml: yaml)
+        let response = try await service.get("/openapi.json")
+        let again = try await service.get("/openapi.json")
+        await service.stop()
+        #expect(again.body == response.body, "the same document for every request")
+        return (try #require(try response.json() as? [String: Any]), response)
+    }
+
+    @Test("a resource added to the configuration is described: its paths, parameters, document schema, stream control and /events")
+    func addedResourceAppears() async throws {
+        let (document, response) = try await Self.document(Self.extendedYAML)
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "application/json")
+        #expect(document["openapi"] as? String == "3.1.0")
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        #expect(Set(paths.keys) == [
+            "/groups", "/groups/reload", "/rows", "/rows/reload", "/search", "/teams", "/teams/reload", "/lookup",
+            "/events", "/streams/{id}/triggers/{name}", "/streams/{id}/inputs/{name}", "/", "/healthz", "/metrics", "/openapi.json",
+        ])
+        #expect(Set(paths["/teams"]?.keys.map { $0 } ?? []) == ["get"])
+        #expect(Set(paths["/teams/reload"]?.keys.map { $0 } ?? []) == ["post"])
+
+        let teams = try #require(paths["/teams"]?["get"] as? [String: Any])
+        let teamsContent = try #require(Self.at(teams, "responses", "200", "content") as? [String: Any])
+        #expect(Set(teamsContent.keys) == ["application/json", "text/event-stream"])
+        #expect(Self.at(teamsContent, "application/json", "schema", "$ref") as? String == "#/components/schemas/teamsDocument")
+        let teamsDocument = try #require(Self.at(document, "components", "schemas", "teamsDocument") as? [String: Any])
+        #expect(Self.at(teamsDocument, "items", "required") as? [String] == ["slug"], "the configured id member")
+        #expect(Self.codes(teams, "502") == ["upstream_unavailable", "upstream_status", "upstream_malformed", "invalid_item_id"])
+        #expect(Self.codes(teams, "503") == ["too_many_connections", "upstream_saturated", "too_many_subscribers"])
+
+        let lookup = try #require(paths["/lookup"]?["get"] as? [String: Any])
+        let term = try #require(Self.parameters(lookup).first { $0["name"] as? String == "term" })
+        #expect(term["in"] as? String == "query")
+        #expect(Self.at(term, "schema", "maxLength") as? Int == 256)
+        #expect(Self.codes(lookup, "400") == ["malformed_request", "bad_request"])
+
+        let events = try #require(paths["/events"]?["get"] as? [String: Any])
+        let resource = try #require(Self.parameters(events).first { $0["name"] as? String == "resource" })
+        #expect(Self.at(resource, "schema", "items", "enum") as? [String] == ["groups", "lookup", "rows", "search", "teams"])
+        #expect(Self.at(resource, "schema", "maxItems") as? Int == 16)
+        #expect(Set(Self.parameters(events).compactMap { $0["name"] as? String }) == ["resource", "lookup.term", "search.q", "Last-Event-ID"])
+
+        let input = try #require(paths["/streams/{id}/inputs/{name}"]?["put"] as? [String: Any])
+        let inputName = try #require(Self.parameters(input).first { $0["name"] as? String == "name" })
+        #expect(Self.at(inputName, "schema", "enum") as? [String] == ["q", "term"])
+        #expect(Self.codes(input, "404") == ["unknown_stream", "unknown_input"])
+        #expect(Self.codes(input, "413") == ["input_too_large", "body_too_large"])
+        let trigger = try #require(paths["/streams/{id}/triggers/{name}"]?["post"] as? [String: Any])
+        let triggerName = try #require(Self.parameters(trigger).first { $0["name"] as? String == "name" })
+        #expect(Self.at(triggerName, "schema", "enum") as? [String] == ["loadMore", "reload"])
+        #expect(Self.at(trigger, "responses", "503") != nil, "too_many_connections, as on every request")
+        #expect(Self.codes(trigger, "503") == ["too_many_connections"], "no cluster configured: no cluster_unavailable")
+        #expect(Self.at(document, "components", "securitySchemes") == nil, "no admin token configured")
+        #expect(Self.at(paths, "/teams/reload", "post", "responses", "401") == nil)
+    }
+
+    @Test("with an admin token, the reload endpoints state the scheme and their 401")
+    func adminToken() async throws {
+        let yaml = ServiceHarness.groupsYAML(upstream: "http://127.0.0.1:9") + "\nserver:\n  adminToken: secret\n"
+        let (document, _) = try await Self.document(yaml)
+        #expect(Self.at(document, "components", "securitySchemes", "adminToken", "scheme") as? String == "bearer")
+        let reload = try #require(Self.at(document, "paths", "/groups/reload", "post") as? [String: Any])
+        #expect(reload["security"] as? [[String: [String]]] == [["adminToken": []]])
+        #expect(Self.codes(reload, "401") == ["unauthorized"])
+        #expect(Self.at(reload, "responses", "401", "headers", "WWW-Authenticate", "required") as? Bool == true)
+        #expect(Self.at(document, "paths", "/groups", "get", "security") == nil, "reading needs no token")
+    }
+
+    /// The value at `keys` in nested JSON objects.
+    static func at(_ value: Any?, _ keys: String...) -> Any? {
+        keys.reduce(value) { value, key in (value as? [String: Any])?[key] }
+    }
+
+    static func parameters(_ operation: [String: Any]) -> [[String: Any]] {
+        operation["parameters"] as? [[String: Any]] ?? []
+    }
+
+    /// The error codes an operation's `status` response allows.
+    static func codes(_ operation: [String: Any], _ status: String) -> [String]? {
+        at(operation, "responses", status, "content", "application/json", "schema", "properties", "error", "properties", "code", "enum")
+            as? [String]
+    }
+}
