@@ -4,7 +4,8 @@ import Rivers
 
 /// One client's live search session: its input `q` searched after it stayed unchanged for the
 /// debounce interval, repeated queries skipped, and a search still running when the query
-/// changes cancelled (the upstream sees its connection close).
+/// changes cancelled (the upstream sees its connection close). Each state names the query it
+/// answers (``LiveState/inputs``), so a client can label results with their query.
 ///
 /// ```
 /// q: ──"sw"─"swi"─"swift"──────────▶ debounce ─▶ removeDuplicates ─▶ flatMapLatest { search } ─▶ scan(LiveState)
@@ -24,8 +25,8 @@ public final class SearchView: LiveViewModel {
         states = query.prefix(1)
             .merge(with: query.dropFirst().debounce(for: debounce, scheduler: scheduler))
             .removeDuplicates()
-            .flatMapLatest { text in resource.results(for: text).asResult() }
-            .scan(LiveState()) { state, result in state.applying(result) }
+            .flatMapLatest { text in resource.results(for: text).asResult().map { (query: text, result: $0) } }
+            .scan(LiveState()) { state, answer in state.applying(answer.result, inputs: ["q": answer.query]) }
             .removeDuplicates()
             .eraseToAnyPublisher()
     }
