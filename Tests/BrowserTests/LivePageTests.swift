@@ -17,20 +17,29 @@ struct LivePageTests {
             .appendingPathComponent(".build/screenshots/live-page.png")
     }
 
-    @Test("headless Chromium shows the groups live, loads more of a topic, and a screenshot is written")
+    @Test("headless Chromium shows every live view over one /events connection: groups live, more of a topic, search as you type")
     func livePage() async throws {
+        // The search upstream answers "swift" at once and every other query only after a
+        // while, so a query the page sends on the way to "swift" is still running when
+        // "swift" comes: the service must cancel it, and its results must never be shown.
+        let searchUpstream = try await ScriptedUpstream.start { request in
+            let query = request.query["q"] ?? ""
+            return .json(SearchFixture.json(for: query), delay: query == "swift" ? .zero : .seconds(4))
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-browser-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let config = directory.appendingPathComponent("tributary.yaml")
         try Self.config.write(to: config, atomically: true, encoding: .utf8)
-        let service = try await DemoProcess.start(config: config.path)
+        let service = try await DemoProcess.start(config: config.path, upstreams: ["search=\(searchUpstream.baseURL)"])
         defer { service.stop() }
 
         let browser = try DevToolsBrowser()
         let target = try await browser.send("Target.createTarget", ["url": "about:blank"])
         let attached = try await browser.send("Target.attachToTarget", ["targetId": target["targetId"] as? String ?? "", "flatten": true])
         let session = try #require(attached["sessionId"] as? String)
+        // Every request the page makes, as the browser's network stack sees it.
+        try await browser.send("Network.enable", session: session)
         // Answered once the new document is committed: evaluating after it cannot race the navigation.
         try await browser.send("Page.navigate", ["url": "http://127.0.0.1:\(service.port)/"], session: session)
 
@@ -47,11 +56,12 @@ struct LivePageTests {
         #expect((updates as? String)?.hasPrefix("live ") == true, "page state: \(String(describing: updates))")
         #expect(try await browser.evaluate("document.querySelectorAll('#groups tr').length", session: session) as? Int == 8)
 
-        // "more" on the first topic: its row grows by one page (4 medias), through the stream's trigger.
+        // "more" on the first topic: its row grows by one page (4 medias), through the trigger
+        // of the rows stream announced on the one connection.
         let grown = try await browser.evaluate("""
             new Promise((resolve) => {
               const count = () => document.querySelector('#rows .row')?.querySelectorAll('.media').length ?? 0;
-              const ready = () => count() > 0 && typeof rowsStream === "string";
+              const ready = () => count() > 0 && typeof streams.rows === "string";
               const click = () => {
                 const before = count();
                 new MutationObserver((_, observer) => { if (count() > before) { observer.disconnect(); resolve([before, count()]); } })
@@ -65,11 +75,141 @@ struct LivePageTests {
             """, session: session)
         #expect(grown as? [Int] == [4, 8])
 
+        // Search: every result set the page shows is recorded with the query it is labelled with.
+        try await browser.evaluate("""
+            window.shown = [];
+            new MutationObserver(() => {
+              const list = document.getElementById('results');
+              shown.push([list.dataset.query, [...list.querySelectorAll('.name')].map((name) => name.textContent)]);
+            }).observe(document.getElementById('results'), { childList: true, attributes: true, attributeFilter: ["data-query"] });
+            """, session: session)
+        let box = try #require(try await browser.evaluate("""
+            new Promise((resolve) => {
+              const ready = () => typeof streams.search === "string";
+              const done = () => { const box = document.getElementById('q').getBoundingClientRect(); resolve([box.x + box.width / 2, box.y + box.height / 2]); };
+              if (ready()) done(); else { const timer = setInterval(() => { if (ready()) { clearInterval(timer); done(); } }, 20); }
+            })
+            """, session: session) as? [Double])
+        try await browser.click(x: box[0], y: box[1], session: session)
+        #expect(try await browser.evaluate("document.activeElement.id", session: session) as? String == "q")
+        // "swi" is searched once it stays unchanged for the debounce; its answer takes a while.
+        try await browser.type("swi", session: session)
+        #expect(await searchUpstream.records.wait(timeout: .seconds(10)) { $0.contains { $0.query["q"] == "swi" } })
+        try await browser.type("ft", session: session)
+        let results = try await browser.evaluate("""
+            new Promise((resolve) => {
+              const list = document.getElementById('results');
+              const done = () => list.dataset.query === "swift" && (resolve([...list.querySelectorAll('.name')].map((name) => name.textContent)), true);
+              if (!done()) new MutationObserver((_, observer) => { if (done()) observer.disconnect(); }).observe(list, { attributes: true });
+            })
+            """, session: session)
+        #expect(results as? [String] == SearchFixture.names(for: "swift"))
+        #expect(try await browser.evaluate("document.getElementById('q').value", session: session) as? String == "swift")
+        #expect(try await browser.evaluate("document.getElementById('search-for').textContent", session: session) as? String
+            == "\(SearchFixture.names(for: "swift").count) results for “swift”")
+
+        // Every query searched on the way to "swift" was cancelled while its answer was due...
+        #expect(await searchUpstream.records.wait(timeout: .seconds(10)) { records in
+            records.allSatisfy { $0.query["q"] == "swift" || !$0.inFlight }
+        })
+        let superseded = searchUpstream.requests.filter { $0.query["q"] != "swift" }
+        #expect(!superseded.isEmpty && superseded.allSatisfy(\.closedByClient), "\(superseded.map { ($0.query["q"] ?? "", $0.closedByClient) })")
+        // ...and, two group snapshots later on the same connection (so anything sent before
+        // them has been shown), the page has only ever shown "swift"'s results, labelled "swift".
+        try await browser.evaluate("""
+            new Promise((resolve) => {
+              const until = Number(document.body.dataset.updates) + 2;
+              new MutationObserver((_, observer) => { if (Number(document.body.dataset.updates) >= until) { observer.disconnect(); resolve(true); } })
+                .observe(document.body, { attributes: true });
+            })
+            """, session: session)
+        let history = try #require(try await browser.evaluate("shown", session: session) as? [[Any]])
+        let nonEmpty = history.filter { ($0.last as? [String])?.isEmpty == false }
+        #expect(!nonEmpty.isEmpty && nonEmpty.allSatisfy { $0.first as? String == "swift" && $0.last as? [String] == SearchFixture.names(for: "swift") },
+                "results shown: \(history)")
+        #expect(history.last?.first as? String == "swift")
+
+        // One connection: the page opened one event stream, /events for all three views, and
+        // it is the only request still open; every "more" and input request has finished.
+        try await browser.waitForEvents { events in
+            let requests = NetworkLog(events)
+            return requests.sent.contains { $0.method == "PUT" } && requests.open.count <= 1
+        }
+        let requests = NetworkLog(browser.events)
+        let streams = requests.sent.filter { $0.type == "EventSource" }
+        #expect(streams.map(\.path) == ["/events?resource=groups&resource=rows&resource=search"])
+        #expect(requests.open.map(\.path) == streams.map(\.path))
+        #expect(requests.sent.contains { $0.method == "POST" && $0.path.hasPrefix("/streams/") })
+
         let shot = try await browser.send("Page.captureScreenshot", ["format": "png"], session: session)
         let png = try #require(Data(base64Encoded: shot["data"] as? String ?? ""))
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
         try FileManager.default.createDirectory(at: Self.screenshot.deletingLastPathComponent(), withIntermediateDirectories: true)
         try png.write(to: Self.screenshot)
+        await searchUpstream.shutdown()
+    }
+}
+
+/// The page's requests as the DevTools `Network` domain reported them.
+struct NetworkLog {
+    struct Request {
+        let id: String
+        let method: String
+        /// Path and query.
+        let path: String
+        /// The resource type: `EventSource`, `Fetch`, `Document`, …
+        let type: String
+    }
+
+    /// Every request sent, in order.
+    let sent: [Request]
+    /// The requests neither finished nor failed yet.
+    let open: [Request]
+
+    init(_ events: [[String: Any]]) {
+        var sent: [Request] = []
+        var ended: Set<String> = []
+        for event in events {
+            let params = event["params"] as? [String: Any] ?? [:]
+            let id = params["requestId"] as? String ?? ""
+            switch event["method"] as? String {
+            case "Network.requestWillBeSent":
+                let request = params["request"] as? [String: Any] ?? [:]
+                let url = URLComponents(string: request["url"] as? String ?? "")
+                sent.append(Request(id: id, method: request["method"] as? String ?? "", path: (url?.percentEncodedPath ?? "") + (url?.percentEncodedQuery.map { "?" + $0 } ?? ""),
+                                    type: params["type"] as? String ?? ""))
+            case "Network.loadingFinished", "Network.loadingFailed":
+                ended.insert(id)
+            default:
+                break
+            }
+        }
+        self.sent = sent
+        open = sent.filter { !ended.contains($0.id) }
+    }
+}
+
+/// What the scripted search upstream answers: a few repositories for "swift", and for any
+/// other query one whose name says which query it answers.
+enum SearchFixture {
+    static let swift: [(owner: String, name: String, description: String, stars: Int)] = [
+        ("swiftlang", "swift", "The Swift Programming Language", 69000),
+        ("apple", "swift-nio", "Event-driven network application framework for high performance protocol servers & clients", 8100),
+        ("OpenCombine", "OpenCombine", "Open source implementation of Apple's Combine framework for processing values over time", 2800),
+        ("hummingbird-project", "hummingbird", "Lightweight, flexible HTTP server framework written in Swift", 1300),
+    ]
+
+    static func names(for query: String) -> [String] {
+        query == "swift" ? swift.map { "\($0.owner)/\($0.name)" } : ["superseded/\(query)"]
+    }
+
+    static func json(for query: String) -> String {
+        let items = query == "swift"
+            ? swift.enumerated().map { index, repository in
+                #"{"id":\#(index + 1),"name":"\#(repository.name)","fullName":"\#(repository.owner)/\#(repository.name)","description":"\#(repository.description)","stargazersCount":\#(repository.stars)}"#
+            }
+            : [#"{"id":99,"name":"\#(query)","fullName":"superseded/\#(query)","description":"an answer the page must never show","stargazersCount":0}"#]
+        return #"{"items":["# + items.joined(separator: ",") + "]}"
     }
 }
 
@@ -83,10 +223,11 @@ final class DemoProcess: @unchecked Sendable {
         self.process = process
     }
 
-    static func start(config: String) async throws -> DemoProcess {
+    /// `upstreams` (`NAME=URL`) take the place of the demo upstream for those names.
+    static func start(config: String, upstreams: [String] = []) async throws -> DemoProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tributary")
-        process.arguments = ["demo", "--config", config, "--listen", "127.0.0.1:0"]
+        process.arguments = ["demo", "--config", config, "--listen", "127.0.0.1:0"] + upstreams.flatMap { ["--upstream", $0] }
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TRIBUTARY_") }
         let errors = Pipe()
         process.standardError = errors
