@@ -274,7 +274,7 @@ extension Configuration {
             guard upstreams[resource.upstream] != nil else {
                 throw ConfigurationError("\(file): resources.\(name).upstream", "no upstream named \(resource.upstream) (known: \(upstreams.keys.sorted().joined(separator: ", ")))")
             }
-            guard !["streams", "healthz", "metrics"].contains(name) else {
+            guard !["streams", "events", "healthz", "metrics"].contains(name) else {
                 throw ConfigurationError("\(file): resources.\(name)", "the name \(name) is reserved for Tributary's own endpoints")
             }
         }
