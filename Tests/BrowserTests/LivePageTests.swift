@@ -4,11 +4,13 @@ import TributaryTesting
 
 @Suite("The live page in a real browser")
 struct LivePageTests {
-    /// The demo configuration with quick refreshes, so a live update arrives within seconds.
+    /// The demo configuration with quick refreshes, so a live update arrives within seconds,
+    /// and a slow search debounce, so the test's timing has a wide margin (see the test).
     static var config: String {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let shipped = try! String(contentsOf: root.appendingPathComponent("config/tributary.yaml"), encoding: .utf8)
         return shipped.replacingOccurrences(of: "refreshInterval: 5s", with: "refreshInterval: 300ms")
+            .replacingOccurrences(of: "debounce: 300ms", with: "debounce: 2s")
     }
 
     /// Where the screenshot goes: `.build/screenshots/live-page.png` in the package.
@@ -19,12 +21,15 @@ struct LivePageTests {
 
     @Test("headless Chromium shows every live view over one /events connection: groups live, more of a topic, search as you type")
     func livePage() async throws {
-        // The search upstream answers "swift" at once and every other query only after a
-        // while, so a query the page sends on the way to "swift" is still running when
-        // "swift" comes: the service must cancel it, and its results must never be shown.
+        // The search upstream answers "swift" at once, "swi" after 1 s and any other query
+        // after 4 s (within the upstream's 5 s timeout). The service searches a query once it
+        // stayed unchanged for 2 s. So "swi"'s answer lands after "swif" is typed (and must be
+        // labelled "swi", not "swif"), and "swif"'s search is still running when "swift"'s
+        // starts (it must be cancelled, or its answer would land last). A second or more of
+        // margin each way, however busy the machine.
         let searchUpstream = try await ScriptedUpstream.start { request in
             let query = request.query["q"] ?? ""
-            return .json(SearchFixture.json(for: query), delay: query == "swift" ? .zero : .seconds(4))
+            return .json(SearchFixture.json(for: query), delay: query == "swift" ? .zero : query == "swi" ? .seconds(1) : .seconds(4))
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-browser-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -34,7 +39,7 @@ struct LivePageTests {
         let service = try await DemoProcess.start(config: config.path, upstreams: ["search=\(searchUpstream.baseURL)"])
         defer { service.stop() }
 
-        let browser = try DevToolsBrowser()
+        let browser = try DevToolsBrowser(windowSize: "1200,1200")
         let target = try await browser.send("Target.createTarget", ["url": "about:blank"])
         let attached = try await browser.send("Target.attachToTarget", ["targetId": target["targetId"] as? String ?? "", "flatten": true])
         let session = try #require(attached["sessionId"] as? String)
@@ -75,12 +80,13 @@ struct LivePageTests {
             """, session: session)
         #expect(grown as? [Int] == [4, 8])
 
-        // Search: every result set the page shows is recorded with the query it is labelled with.
+        // Search: every result set the page shows is recorded with the query it is labelled
+        // with and the text in the box at that moment.
         try await browser.evaluate("""
             window.shown = [];
             new MutationObserver(() => {
               const list = document.getElementById('results');
-              shown.push([list.dataset.query, [...list.querySelectorAll('.name')].map((name) => name.textContent)]);
+              shown.push([list.dataset.query, [...list.querySelectorAll('.name')].map((name) => name.textContent), document.getElementById('q').value]);
             }).observe(document.getElementById('results'), { childList: true, attributes: true, attributeFilter: ["data-query"] });
             """, session: session)
         let box = try #require(try await browser.evaluate("""
@@ -92,30 +98,40 @@ struct LivePageTests {
             """, session: session) as? [Double])
         try await browser.click(x: box[0], y: box[1], session: session)
         #expect(try await browser.evaluate("document.activeElement.id", session: session) as? String == "q")
-        // "swi" is searched once it stays unchanged for the debounce; its answer takes a while.
+        /// Resolves, once the page shows results other than `previous`, to the query they are
+        /// labelled with, the label, and their names.
+        func results(after previous: [String]) async throws -> [String] {
+            let previous = String(decoding: try JSONSerialization.data(withJSONObject: previous), as: UTF8.self)
+            return try #require(try await browser.evaluate("""
+                new Promise((resolve) => {
+                  const list = document.getElementById('results');
+                  const names = () => [...list.querySelectorAll('.name')].map((name) => name.textContent);
+                  const done = () => names().length > 0 && JSON.stringify(names()) !== JSON.stringify(\(previous))
+                    && (resolve([list.dataset.query, document.getElementById('search-for').textContent].concat(names())), true);
+                  if (!done()) new MutationObserver((_, observer) => { if (done()) observer.disconnect(); }).observe(list, { childList: true });
+                })
+                """, session: session) as? [String])
+        }
+
         try await browser.type("swi", session: session)
         #expect(await searchUpstream.records.wait(timeout: .seconds(10)) { $0.contains { $0.query["q"] == "swi" } })
-        try await browser.type("ft", session: session)
-        let results = try await browser.evaluate("""
-            new Promise((resolve) => {
-              const list = document.getElementById('results');
-              const done = () => list.dataset.query === "swift" && (resolve([...list.querySelectorAll('.name')].map((name) => name.textContent)), true);
-              if (!done()) new MutationObserver((_, observer) => { if (done()) observer.disconnect(); }).observe(list, { attributes: true });
-            })
-            """, session: session)
-        #expect(results as? [String] == SearchFixture.names(for: "swift"))
+        try await browser.type("f", session: session)
+        // "swi"'s late answer is shown as what it is, while "swif" is on its way.
+        let late = SearchFixture.names(for: "swi")
+        #expect(try await results(after: []) == ["swi", "1 result for “swi” · searching “swif”…"] + late)
+        #expect(await searchUpstream.records.wait(timeout: .seconds(10)) { $0.contains { $0.query["q"] == "swif" } })
+        try await browser.type("t", session: session)
+        let swift = SearchFixture.names(for: "swift")
+        #expect(try await results(after: late) == ["swift", "\(swift.count) results for “swift”"] + swift)
         #expect(try await browser.evaluate("document.getElementById('q').value", session: session) as? String == "swift")
-        #expect(try await browser.evaluate("document.getElementById('search-for').textContent", session: session) as? String
-            == "\(SearchFixture.names(for: "swift").count) results for “swift”")
 
-        // Every query searched on the way to "swift" was cancelled while its answer was due...
-        #expect(await searchUpstream.records.wait(timeout: .seconds(10)) { records in
-            records.allSatisfy { $0.query["q"] == "swift" || !$0.inFlight }
-        })
-        let superseded = searchUpstream.requests.filter { $0.query["q"] != "swift" }
-        #expect(!superseded.isEmpty && superseded.allSatisfy(\.closedByClient), "\(superseded.map { ($0.query["q"] ?? "", $0.closedByClient) })")
+        // "swif"'s search was cancelled while its answer was due...
+        #expect(await searchUpstream.records.wait(timeout: .seconds(15)) { $0.allSatisfy { !$0.inFlight } })
+        let searched = searchUpstream.requests.map { [$0.query["q"] ?? "", "\($0.closedByClient)"] }
+        #expect(searched == [["swi", "false"], ["swif", "true"], ["swift", "false"]])
         // ...and, two group snapshots later on the same connection (so anything sent before
-        // them has been shown), the page has only ever shown "swift"'s results, labelled "swift".
+        // them has been shown), the page has shown "swi"'s results and then "swift"'s, each
+        // labelled with its own query, and never "swif"'s.
         try await browser.evaluate("""
             new Promise((resolve) => {
               const until = Number(document.body.dataset.updates) + 2;
@@ -123,17 +139,18 @@ struct LivePageTests {
                 .observe(document.body, { attributes: true });
             })
             """, session: session)
-        let history = try #require(try await browser.evaluate("shown", session: session) as? [[Any]])
-        let nonEmpty = history.filter { ($0.last as? [String])?.isEmpty == false }
-        #expect(!nonEmpty.isEmpty && nonEmpty.allSatisfy { $0.first as? String == "swift" && $0.last as? [String] == SearchFixture.names(for: "swift") },
-                "results shown: \(history)")
-        #expect(history.last?.first as? String == "swift")
+        let history = try #require(try await browser.evaluate("shown.filter(([, names]) => names.length > 0)", session: session) as? [[Any]])
+        let described = history.map { entry in "\(entry[0]): \(entry[1]) while the box held \(entry[2])" }
+        #expect(described == [
+            "swi: \(SearchFixture.names(for: "swi")) while the box held swif",
+            "swift: \(swift) while the box held swift",
+        ])
 
         // One connection: the page opened one event stream, /events for all three views, and
         // it is the only request still open; every "more" and input request has finished.
         try await browser.waitForEvents { events in
             let requests = NetworkLog(events)
-            return requests.sent.contains { $0.method == "PUT" } && requests.open.count <= 1
+            return requests.sent.contains { $0.method == "PUT" } && requests.open.allSatisfy { $0.type == "EventSource" }
         }
         let requests = NetworkLog(browser.events)
         let streams = requests.sent.filter { $0.type == "EventSource" }
@@ -200,7 +217,7 @@ enum SearchFixture {
     ]
 
     static func names(for query: String) -> [String] {
-        query == "swift" ? swift.map { "\($0.owner)/\($0.name)" } : ["superseded/\(query)"]
+        query == "swift" ? swift.map { "\($0.owner)/\($0.name)" } : ["late/\(query)"]
     }
 
     static func json(for query: String) -> String {
@@ -208,7 +225,7 @@ enum SearchFixture {
             ? swift.enumerated().map { index, repository in
                 #"{"id":\#(index + 1),"name":"\#(repository.name)","fullName":"\#(repository.owner)/\#(repository.name)","description":"\#(repository.description)","stargazersCount":\#(repository.stars)}"#
             }
-            : [#"{"id":99,"name":"\#(query)","fullName":"superseded/\#(query)","description":"an answer the page must never show","stargazersCount":0}"#]
+            : [#"{"id":99,"name":"\#(query)","fullName":"late/\#(query)","description":"answers \#(query), and late","stargazersCount":0}"#]
         return #"{"items":["# + items.joined(separator: ",") + "]}"
     }
 }

@@ -163,21 +163,30 @@ struct EventsStreamTests {
         }
     }
 
-    /// An `event: snapshot` of a multiplexed stream: `{"resource":"<name>","data":<document>}`,
-    /// the document as the text it was sent as, and the composite id.
+    /// An `event: snapshot` of a multiplexed stream: `{"resource":"<name>","data":<document>}`
+    /// (`{"resource":"<name>","inputs":{…},"data":<document>}` for a view with inputs), the
+    /// document as the text it was sent as, and the composite id.
     struct TaggedSnapshot {
         var resource: String
+        /// The input values the document answers (empty: the event names none).
+        var inputs: [String: String]
         var document: String
         var versions: [(resource: String, version: String)]
 
         init(_ event: ServerSentEvent) throws {
             #expect(event.type == "snapshot")
-            let prefix = #"{"resource":""#
-            let separator = #"","data":"#
-            guard event.data.hasPrefix(prefix), event.data.hasSuffix("}"), let middle = event.data.firstRange(of: separator) else {
+            // `,"data":` cannot occur inside a JSON string (its quotes are escaped): the first
+            // is the one before the document.
+            let separator = #","data":"#
+            guard event.data.hasPrefix(#"{"resource":""#), event.data.hasSuffix("}"), let middle = event.data.firstRange(of: separator),
+                  let head = try? JSONSerialization.jsonObject(with: Data((event.data[..<middle.lowerBound] + "}").utf8)) as? [String: Any],
+                  let resource = head["resource"] as? String
+            else {
                 throw TestClientError.malformed(event.data)
             }
-            resource = String(event.data[event.data.index(event.data.startIndex, offsetBy: prefix.count)..<middle.lowerBound])
+            #expect(Set(head.keys).isSubset(of: ["resource", "inputs"]))
+            self.resource = resource
+            inputs = head["inputs"] as? [String: String] ?? [:]
             document = String(event.data[middle.upperBound..<event.data.index(before: event.data.endIndex)])
             #expect((try? JSONSerialization.jsonObject(with: Data(event.data.utf8))) != nil, "the data is one JSON document")
             let id = try #require(event.id)

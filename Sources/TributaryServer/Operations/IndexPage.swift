@@ -222,7 +222,7 @@ enum IndexPage {
       label() {
         const count = $("results").childElementCount;
         let label = this.shown === null || this.shown === "" ? "type at least 3 characters"
-          : (count === 0 ? "nothing found for " : count + " results for ") + quoted(this.shown);
+          : (count === 0 ? "nothing found for " : count + (count === 1 ? " result for " : " results for ")) + quoted(this.shown);
         if (this.wanted !== (this.shown ?? "")) label += " · searching " + quoted(this.wanted) + "…";
         $("search-for").textContent = label;
       },

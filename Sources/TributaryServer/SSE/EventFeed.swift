@@ -8,9 +8,11 @@ import OpenCombine
 ///
 /// It decides what to send and leaves how to the stream: a snapshot only when the document
 /// changed (or after an error, so the client knows it is current again), an error only when
-/// it is a new one. Back pressure: after each write it asks for the next state only once the
-/// socket has taken the stream's output (``drained()``), so a slow reader gets the latest
-/// state when it catches up, never a backlog.
+/// it is a new one; on `GET /events`, which names the input values each answers, also when
+/// those changed (a search for "swift" that finds what "swi" found is still news: the client
+/// learns that its results are now "swift"'s). Back pressure: after each write it asks for
+/// the next state only once the socket has taken the stream's output (``drained()``), so a
+/// slow reader gets the latest state when it catches up, never a backlog.
 final class EventFeed: Subscriber {
     typealias Input = LiveState
     typealias Failure = Never
@@ -23,6 +25,10 @@ final class EventFeed: Subscriber {
     /// The version of the document the client has (sent, or named by its `Last-Event-ID`).
     private(set) var sentVersion: String?
     private var sentError: ResourceError?
+    /// The input values the client knows its document or error answers: those it was last
+    /// told. Nil before the first state, which answers the values the client's request named:
+    /// it knows them, so a reconnect still skips a document it has.
+    private var knownInputs: [String: String]?
     /// A state was written and the next is requested only once the socket took it.
     private var awaitingDrain = false
     private var subscription: (any Subscription)?
@@ -64,17 +70,19 @@ final class EventFeed: Subscriber {
     }
 
     func receive(_ state: LiveState) -> Subscribers.Demand {
-        if let snapshot = state.snapshot, state.error == nil, snapshot.version != sentVersion || sentError != nil {
+        let inputsChanged = stream.framing.namesInputs && knownInputs.map { $0 != state.inputs } ?? false
+        knownInputs = state.inputs
+        if let snapshot = state.snapshot, state.error == nil, snapshot.version != sentVersion || sentError != nil || inputsChanged {
             sentVersion = snapshot.version
             sentError = nil
             awaitingDrain = true
-            stream.send(snapshot, of: self)
+            stream.send(snapshot, answering: state.inputs, of: self)
             return .none
         }
-        if let error = state.error, error != sentError {
+        if let error = state.error, error != sentError || inputsChanged {
             sentError = error
             awaitingDrain = true
-            stream.send(error, of: self)
+            stream.send(error, answering: state.inputs, of: self)
             return .none
         }
         return .max(1)

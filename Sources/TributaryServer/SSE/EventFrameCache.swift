@@ -10,8 +10,8 @@ final class EventFrameCache {
     private static let capacity = 8
     /// Whole events of single-resource streams, by version.
     private var recent: [(version: String, frame: SharedBytes)] = []
-    /// The tagged bodies of multiplexed streams' events, by resource and version.
-    private var recentTagged: [(resource: String, version: String, body: SharedBytes)] = []
+    /// The tagged bodies of multiplexed streams' events, by resource, version and inputs.
+    private var recentTagged: [(resource: String, version: String, inputs: [String: String], body: SharedBytes)] = []
 
     /// `event: snapshot`, `id: <version>`, the document as data: a single-resource stream's event.
     func snapshotFrame(_ snapshot: Snapshot) -> SharedBytes {
@@ -26,19 +26,21 @@ final class EventFrameCache {
         return frame
     }
 
-    /// The data of a multiplexed stream's snapshot event, `{"resource":"<name>","data":<document>}`,
-    /// and the blank line that ends the event. Its head (`event:` and the client's own
-    /// ``CompositeEventID``) is written before it by each stream.
-    func taggedSnapshotBody(_ snapshot: Snapshot, of resource: String) -> SharedBytes {
-        if let index = recentTagged.firstIndex(where: { $0.version == snapshot.version && $0.resource == resource }) {
+    /// The data of a multiplexed stream's snapshot event, `{"resource":"<name>","data":<document>}`
+    /// (with `"inputs":{…}` before `data` for a view with inputs), and the blank line that ends
+    /// the event. Its head (`event:` and the client's own ``CompositeEventID``) is written
+    /// before it by each stream.
+    func taggedSnapshotBody(_ snapshot: Snapshot, of resource: String, answering inputs: [String: String]) -> SharedBytes {
+        if let index = recentTagged.firstIndex(where: { $0.version == snapshot.version && $0.resource == resource && $0.inputs == inputs }) {
             let entry = recentTagged.remove(at: index)
             recentTagged.insert(entry, at: 0)
             return entry.body
         }
-        let tagged = Array(#"{"resource":""#.utf8) + Array(JSONText.escaped(resource).utf8) + Array(#"","data":"#.utf8)
-            + snapshot.json + [UInt8(ascii: "}")]
+        var tagged = Array(#"{"resource":""#.utf8) + Array(JSONText.escaped(resource).utf8) + Array(#"","#.utf8)
+        if !inputs.isEmpty { tagged += Array(#""inputs":"#.utf8) + EventStreamFraming.inputsObject(inputs).serialized + [UInt8(ascii: ",")] }
+        tagged += Array(#""data":"#.utf8) + snapshot.json + [UInt8(ascii: "}")]
         let body = SharedBytes(EventStreamFormat.body(tagged))
-        recentTagged.insert((resource, snapshot.version, body), at: 0)
+        recentTagged.insert((resource, snapshot.version, inputs, body), at: 0)
         if recentTagged.count > Self.capacity { recentTagged.removeLast() }
         return body
     }

@@ -82,21 +82,23 @@ final class EventStream {
 
     // MARK: - What the feeds send
 
-    /// Writes `snapshot` of `feed`'s resource (the feed already counts it as sent).
-    func send(_ snapshot: Snapshot, of feed: EventFeed) {
+    /// Writes `snapshot` of `feed`'s resource, the answer for the view's `inputs` (the feed
+    /// already counts it as sent).
+    func send(_ snapshot: Snapshot, answering inputs: [String: String], of feed: EventFeed) {
         switch framing {
         case .single:
             request.write(frames.snapshotFrame(snapshot))
         case .multiplexed:
-            // The id is this client's own; the body, every client's of that version.
+            // The id is this client's own; the body, every client's of that version and inputs.
             let id = CompositeEventID.format(feeds.compactMap { feed in feed.sentVersion.map { (resource: feed.resource, version: $0) } })
-            request.write(EventStreamFormat.head("snapshot", id: id), then: frames.taggedSnapshotBody(snapshot, of: feed.resource))
+            request.write(EventStreamFormat.head("snapshot", id: id),
+                          then: frames.taggedSnapshotBody(snapshot, of: feed.resource, answering: inputs))
         }
     }
 
-    /// Writes `error` of `feed`'s resource.
-    func send(_ error: ResourceError, of feed: EventFeed) {
-        request.write(EventStreamFormat.event("error", data: framing.errorData(error.httpError, of: feed.resource)))
+    /// Writes `error` of `feed`'s resource, which failed the refresh for the view's `inputs`.
+    func send(_ error: ResourceError, answering inputs: [String: String], of feed: EventFeed) {
+        request.write(EventStreamFormat.event("error", data: framing.errorData(error.httpError, of: feed.resource, answering: inputs)))
     }
 
     // MARK: - Closing
