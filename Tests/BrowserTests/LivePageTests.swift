@@ -89,12 +89,10 @@ struct LivePageTests {
               shown.push([list.dataset.query, [...list.querySelectorAll('.name')].map((name) => name.textContent), document.getElementById('q').value]);
             }).observe(document.getElementById('results'), { childList: true, attributes: true, attributeFilter: ["data-query"] });
             """, session: session)
+        // Every resource's stream was announced before the first snapshot.
+        #expect(try await browser.evaluate("typeof streams.search", session: session) as? String == "string")
         let box = try #require(try await browser.evaluate("""
-            new Promise((resolve) => {
-              const ready = () => typeof streams.search === "string";
-              const done = () => { const box = document.getElementById('q').getBoundingClientRect(); resolve([box.x + box.width / 2, box.y + box.height / 2]); };
-              if (ready()) done(); else { const timer = setInterval(() => { if (ready()) { clearInterval(timer); done(); } }, 20); }
-            })
+            (() => { const box = document.getElementById('q').getBoundingClientRect(); return [box.x + box.width / 2, box.y + box.height / 2]; })()
             """, session: session) as? [Double])
         try await browser.click(x: box[0], y: box[1], session: session)
         #expect(try await browser.evaluate("document.activeElement.id", session: session) as? String == "q")
