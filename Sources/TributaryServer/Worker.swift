@@ -121,6 +121,7 @@ public final class Worker {
         let admin = AdminToken(token: configuration.server.adminToken)
         let clusterLink = firstWorkerShares?.cluster ?? cluster.map { ClusterLink(agent: LoopBound($0, loop: loop)) }
         var owned: [String: LoopBound<any LiveSource>] = [:]
+        var liveViews: [String: LiveViewFactory] = [:]
         for (name, resource) in configuration.resources.sorted(by: { $0.key < $1.key }) {
             switch resource {
             case .list(let settings):
@@ -133,18 +134,24 @@ public final class Worker {
                     live = cluster.map { $0.adopt(local) } ?? local
                     owned[name] = LoopBound(live, loop: loop)
                 }
-                ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin).register(in: &router)
+                let routes = ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin)
+                routes.register(in: &router)
+                liveViews[name] = routes.liveViews
             case .pages(let settings):
                 let pages = PagedListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
-                PagedListRoutes(
+                let routes = PagedListRoutes(
                     resource: pages, argument: settings.loadMoreArgument, streams: streams, directory: directory,
-                    cluster: clusterLink, admin: admin
-                ).register(in: &router)
+                    cluster: clusterLink, admin: admin)
+                routes.register(in: &router)
+                liveViews[name] = routes.liveViews
             case .search(let settings):
                 let search = SearchResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
-                SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop)).register(in: &router)
+                let routes = SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop))
+                routes.register(in: &router)
+                liveViews[name] = routes.liveViews
             }
         }
+        EventsRoutes(views: liveViews, streams: streams).register(in: &router)
         if firstWorkerShares == nil { shares = Shares(live: owned, cluster: clusterLink) }
         StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
         OperationsRoutes(openAPIDocument: OpenAPIDocument(configuration).json.serialized).register(in: &router)

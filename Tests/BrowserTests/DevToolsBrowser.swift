@@ -6,7 +6,8 @@ import TributaryTesting
 /// commands on the child's fd 3, answers and events on its fd 4, each a JSON text ending in
 /// NUL), so the test needs no WebSocket client. Waiting for an answer suspends the task (see
 /// ``Poller``): a page can take seconds to answer, and a test must not hold a thread of the
-/// cooperative pool that long.
+/// cooperative pool that long. Events (messages without an `id`, e.g. the `Network` domain's)
+/// are kept in ``events`` for the test to read.
 final class DevToolsBrowser {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -18,6 +19,8 @@ final class DevToolsBrowser {
     private let profile: URL
     private var pending: [UInt8] = []
     private var nextID = 0
+    /// Every event received so far, oldest first: `{"method","params","sessionId"}`.
+    private(set) var events: [[String: Any]] = []
 
     /// Starts Chromium (Debian's `chromium`) with a fresh profile.
     init(windowSize: String = "1200,900") throws {
@@ -81,18 +84,51 @@ final class DevToolsBrowser {
         let deadline = ContinuousClock.now + timeout
         while true {
             let answer = try await nextMessage(until: deadline)
-            guard answer["id"] as? Int == nextID else { continue }
+            guard answer["id"] as? Int == nextID else {
+                if answer["method"] != nil { events.append(answer) }
+                continue
+            }
             if let error = answer["error"] as? [String: Any] { throw Failure(description: "\(method): \(error)") }
             return answer["result"] as? [String: Any] ?? [:]
         }
     }
 
     /// Evaluates `expression` in the page (awaiting it if it is a promise) and returns its value.
+    @discardableResult
     func evaluate(_ expression: String, session: String, timeout: Duration = .seconds(30)) async throws -> Any? {
         let result = try await send("Runtime.evaluate", ["expression": expression, "awaitPromise": true, "returnByValue": true],
                                     session: session, timeout: timeout)
         if let exception = result["exceptionDetails"] { throw Failure(description: "the page threw: \(exception)") }
         return (result["result"] as? [String: Any])?["value"]
+    }
+
+    /// Reads events until `condition` holds for ``events``; fails after `timeout`.
+    func waitForEvents(timeout: Duration = .seconds(10), until condition: ([[String: Any]]) -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition(events) {
+            let message = try await nextMessage(until: deadline)
+            if message["method"] != nil { events.append(message) }
+        }
+    }
+
+    /// A left click at (`x`, `y`) in the page's viewport, as a mouse makes it.
+    func click(x: Double, y: Double, session: String) async throws {
+        for type in ["mouseMoved", "mousePressed", "mouseReleased"] {
+            try await send("Input.dispatchMouseEvent", ["type": type, "x": x, "y": y, "button": "left", "clickCount": 1], session: session)
+        }
+    }
+
+    /// Types `text` (lower-case letters a to z) into whatever has the focus, one key down and
+    /// up per letter, as a keyboard does: the page sees `keydown`, `input` and `keyup` events.
+    func type(_ text: String, session: String) async throws {
+        for letter in text {
+            guard let code = letter.asciiValue, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(code) else {
+                throw Failure(description: "type(_:) knows the keys a to z, not \"\(letter)\"")
+            }
+            let key: [String: Any] = ["key": String(letter), "code": "Key\(letter.uppercased())", "windowsVirtualKeyCode": Int(code) - 32]
+            try await send("Input.dispatchKeyEvent", key.merging(["type": "keyDown", "text": String(letter)]) { $1 }, session: session)
+            try await send("Input.dispatchKeyEvent", key.merging(["type": "keyUp"]) { $1 }, session: session)
+        }
     }
 
     private func nextMessage(until deadline: ContinuousClock.Instant) async throws -> [String: Any] {

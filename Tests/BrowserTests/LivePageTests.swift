@@ -4,11 +4,13 @@ import TributaryTesting
 
 @Suite("The live page in a real browser")
 struct LivePageTests {
-    /// The demo configuration with quick refreshes, so a live update arrives within seconds.
+    /// The demo configuration with quick refreshes, so a live update arrives within seconds,
+    /// and a slow search debounce, so the test's timing has a wide margin (see the test).
     static var config: String {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let shipped = try! String(contentsOf: root.appendingPathComponent("config/tributary.yaml"), encoding: .utf8)
         return shipped.replacingOccurrences(of: "refreshInterval: 5s", with: "refreshInterval: 300ms")
+            .replacingOccurrences(of: "debounce: 300ms", with: "debounce: 2s")
     }
 
     /// Where the screenshot goes: `.build/screenshots/live-page.png` in the package.
@@ -17,20 +19,32 @@ struct LivePageTests {
             .appendingPathComponent(".build/screenshots/live-page.png")
     }
 
-    @Test("headless Chromium shows the groups live, loads more of a topic, and a screenshot is written")
+    @Test("headless Chromium shows every live view over one /events connection: groups live, more of a topic, search as you type")
     func livePage() async throws {
+        // The search upstream answers "swift" at once, "swi" after 1 s and any other query
+        // after 4 s (within the upstream's 5 s timeout). The service searches a query once it
+        // stayed unchanged for 2 s. So "swi"'s answer lands after "swif" is typed (and must be
+        // labelled "swi", not "swif"), and "swif"'s search is still running when "swift"'s
+        // starts (it must be cancelled, or its answer would land last). A second or more of
+        // margin each way, however busy the machine.
+        let searchUpstream = try await ScriptedUpstream.start { request in
+            let query = request.query["q"] ?? ""
+            return .json(SearchFixture.json(for: query), delay: query == "swift" ? .zero : query == "swi" ? .seconds(1) : .seconds(4))
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-browser-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let config = directory.appendingPathComponent("tributary.yaml")
         try Self.config.write(to: config, atomically: true, encoding: .utf8)
-        let service = try await DemoProcess.start(config: config.path)
+        let service = try await DemoProcess.start(config: config.path, upstreams: ["search=\(searchUpstream.baseURL)"])
         defer { service.stop() }
 
-        let browser = try DevToolsBrowser()
+        let browser = try DevToolsBrowser(windowSize: "1200,1200")
         let target = try await browser.send("Target.createTarget", ["url": "about:blank"])
         let attached = try await browser.send("Target.attachToTarget", ["targetId": target["targetId"] as? String ?? "", "flatten": true])
         let session = try #require(attached["sessionId"] as? String)
+        // Every request the page makes, as the browser's network stack sees it.
+        try await browser.send("Network.enable", session: session)
         // Answered once the new document is committed: evaluating after it cannot race the navigation.
         try await browser.send("Page.navigate", ["url": "http://127.0.0.1:\(service.port)/"], session: session)
 
@@ -47,11 +61,12 @@ struct LivePageTests {
         #expect((updates as? String)?.hasPrefix("live ") == true, "page state: \(String(describing: updates))")
         #expect(try await browser.evaluate("document.querySelectorAll('#groups tr').length", session: session) as? Int == 8)
 
-        // "more" on the first topic: its row grows by one page (4 medias), through the stream's trigger.
+        // "more" on the first topic: its row grows by one page (4 medias), through the trigger
+        // of the rows stream announced on the one connection.
         let grown = try await browser.evaluate("""
             new Promise((resolve) => {
               const count = () => document.querySelector('#rows .row')?.querySelectorAll('.media').length ?? 0;
-              const ready = () => count() > 0 && typeof rowsStream === "string";
+              const ready = () => count() > 0 && typeof streams.rows === "string";
               const click = () => {
                 const before = count();
                 new MutationObserver((_, observer) => { if (count() > before) { observer.disconnect(); resolve([before, count()]); } })
@@ -65,11 +80,151 @@ struct LivePageTests {
             """, session: session)
         #expect(grown as? [Int] == [4, 8])
 
+        // Search: every result set the page shows is recorded with the query it is labelled
+        // with and the text in the box at that moment.
+        try await browser.evaluate("""
+            window.shown = [];
+            new MutationObserver(() => {
+              const list = document.getElementById('results');
+              shown.push([list.dataset.query, [...list.querySelectorAll('.name')].map((name) => name.textContent), document.getElementById('q').value]);
+            }).observe(document.getElementById('results'), { childList: true, attributes: true, attributeFilter: ["data-query"] });
+            """, session: session)
+        // Every resource's stream was announced before the first snapshot.
+        #expect(try await browser.evaluate("typeof streams.search", session: session) as? String == "string")
+        let box = try #require(try await browser.evaluate("""
+            (() => { const box = document.getElementById('q').getBoundingClientRect(); return [box.x + box.width / 2, box.y + box.height / 2]; })()
+            """, session: session) as? [Double])
+        try await browser.click(x: box[0], y: box[1], session: session)
+        #expect(try await browser.evaluate("document.activeElement.id", session: session) as? String == "q")
+        /// Resolves, once the page shows results other than `previous`, to the query they are
+        /// labelled with, the label, and their names.
+        func results(after previous: [String]) async throws -> [String] {
+            let previous = String(decoding: try JSONSerialization.data(withJSONObject: previous), as: UTF8.self)
+            return try #require(try await browser.evaluate("""
+                new Promise((resolve) => {
+                  const list = document.getElementById('results');
+                  const names = () => [...list.querySelectorAll('.name')].map((name) => name.textContent);
+                  const done = () => names().length > 0 && JSON.stringify(names()) !== JSON.stringify(\(previous))
+                    && (resolve([list.dataset.query, document.getElementById('search-for').textContent].concat(names())), true);
+                  if (!done()) new MutationObserver((_, observer) => { if (done()) observer.disconnect(); }).observe(list, { childList: true });
+                })
+                """, session: session) as? [String])
+        }
+
+        try await browser.type("swi", session: session)
+        #expect(await searchUpstream.records.wait(timeout: .seconds(10)) { $0.contains { $0.query["q"] == "swi" } })
+        try await browser.type("f", session: session)
+        // "swi"'s late answer is shown as what it is, while "swif" is on its way.
+        let late = SearchFixture.names(for: "swi")
+        #expect(try await results(after: []) == ["swi", "1 result for “swi” · searching “swif”…"] + late)
+        #expect(await searchUpstream.records.wait(timeout: .seconds(10)) { $0.contains { $0.query["q"] == "swif" } })
+        try await browser.type("t", session: session)
+        let swift = SearchFixture.names(for: "swift")
+        #expect(try await results(after: late) == ["swift", "\(swift.count) results for “swift”"] + swift)
+        #expect(try await browser.evaluate("document.getElementById('q').value", session: session) as? String == "swift")
+
+        // "swif"'s search was cancelled while its answer was due...
+        #expect(await searchUpstream.records.wait(timeout: .seconds(15)) { $0.allSatisfy { !$0.inFlight } })
+        let searched = searchUpstream.requests.map { [$0.query["q"] ?? "", "\($0.closedByClient)"] }
+        #expect(searched == [["swi", "false"], ["swif", "true"], ["swift", "false"]])
+        // ...and, two group snapshots later on the same connection (so anything sent before
+        // them has been shown), the page has shown "swi"'s results and then "swift"'s, each
+        // labelled with its own query, and never "swif"'s.
+        try await browser.evaluate("""
+            new Promise((resolve) => {
+              const until = Number(document.body.dataset.updates) + 2;
+              new MutationObserver((_, observer) => { if (Number(document.body.dataset.updates) >= until) { observer.disconnect(); resolve(true); } })
+                .observe(document.body, { attributes: true });
+            })
+            """, session: session)
+        let history = try #require(try await browser.evaluate("shown.filter(([, names]) => names.length > 0)", session: session) as? [[Any]])
+        let described = history.map { entry in "\(entry[0]): \(entry[1]) while the box held \(entry[2])" }
+        #expect(described == [
+            "swi: \(SearchFixture.names(for: "swi")) while the box held swif",
+            "swift: \(swift) while the box held swift",
+        ])
+
+        // One connection: the page opened one event stream, /events for all three views, and
+        // it is the only request still open; every "more" and input request has finished.
+        try await browser.waitForEvents { events in
+            let requests = NetworkLog(events)
+            return requests.sent.contains { $0.method == "PUT" } && requests.open.allSatisfy { $0.type == "EventSource" }
+        }
+        let requests = NetworkLog(browser.events)
+        let streams = requests.sent.filter { $0.type == "EventSource" }
+        #expect(streams.map(\.path) == ["/events?resource=groups&resource=rows&resource=search"])
+        #expect(requests.open.map(\.path) == streams.map(\.path))
+        #expect(requests.sent.contains { $0.method == "POST" && $0.path.hasPrefix("/streams/") })
+
         let shot = try await browser.send("Page.captureScreenshot", ["format": "png"], session: session)
         let png = try #require(Data(base64Encoded: shot["data"] as? String ?? ""))
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
         try FileManager.default.createDirectory(at: Self.screenshot.deletingLastPathComponent(), withIntermediateDirectories: true)
         try png.write(to: Self.screenshot)
+        await searchUpstream.shutdown()
+    }
+}
+
+/// The page's requests as the DevTools `Network` domain reported them.
+struct NetworkLog {
+    struct Request {
+        let id: String
+        let method: String
+        /// Path and query.
+        let path: String
+        /// The resource type: `EventSource`, `Fetch`, `Document`, …
+        let type: String
+    }
+
+    /// Every request sent, in order.
+    let sent: [Request]
+    /// The requests neither finished nor failed yet.
+    let open: [Request]
+
+    init(_ events: [[String: Any]]) {
+        var sent: [Request] = []
+        var ended: Set<String> = []
+        for event in events {
+            let params = event["params"] as? [String: Any] ?? [:]
+            let id = params["requestId"] as? String ?? ""
+            switch event["method"] as? String {
+            case "Network.requestWillBeSent":
+                let request = params["request"] as? [String: Any] ?? [:]
+                let url = URLComponents(string: request["url"] as? String ?? "")
+                sent.append(Request(id: id, method: request["method"] as? String ?? "", path: (url?.percentEncodedPath ?? "") + (url?.percentEncodedQuery.map { "?" + $0 } ?? ""),
+                                    type: params["type"] as? String ?? ""))
+            case "Network.loadingFinished", "Network.loadingFailed":
+                ended.insert(id)
+            default:
+                break
+            }
+        }
+        self.sent = sent
+        open = sent.filter { !ended.contains($0.id) }
+    }
+}
+
+/// What the scripted search upstream answers: a few repositories for "swift", and for any
+/// other query one whose name says which query it answers.
+enum SearchFixture {
+    static let swift: [(owner: String, name: String, description: String, stars: Int)] = [
+        ("swiftlang", "swift", "The Swift Programming Language", 69000),
+        ("apple", "swift-nio", "Event-driven network application framework for high performance protocol servers & clients", 8100),
+        ("OpenCombine", "OpenCombine", "Open source implementation of Apple's Combine framework for processing values over time", 2800),
+        ("hummingbird-project", "hummingbird", "Lightweight, flexible HTTP server framework written in Swift", 1300),
+    ]
+
+    static func names(for query: String) -> [String] {
+        query == "swift" ? swift.map { "\($0.owner)/\($0.name)" } : ["late/\(query)"]
+    }
+
+    static func json(for query: String) -> String {
+        let items = query == "swift"
+            ? swift.enumerated().map { index, repository in
+                #"{"id":\#(index + 1),"name":"\#(repository.name)","fullName":"\#(repository.owner)/\#(repository.name)","description":"\#(repository.description)","stargazersCount":\#(repository.stars)}"#
+            }
+            : [#"{"id":99,"name":"\#(query)","fullName":"late/\#(query)","description":"answers \#(query), and late","stargazersCount":0}"#]
+        return #"{"items":["# + items.joined(separator: ",") + "]}"
     }
 }
 
@@ -83,10 +238,11 @@ final class DemoProcess: @unchecked Sendable {
         self.process = process
     }
 
-    static func start(config: String) async throws -> DemoProcess {
+    /// `upstreams` (`NAME=URL`) take the place of the demo upstream for those names.
+    static func start(config: String, upstreams: [String] = []) async throws -> DemoProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tributary")
-        process.arguments = ["demo", "--config", config, "--listen", "127.0.0.1:0"]
+        process.arguments = ["demo", "--config", config, "--listen", "127.0.0.1:0"] + upstreams.flatMap { ["--upstream", $0] }
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TRIBUTARY_") }
         let errors = Pipe()
         process.standardError = errors

@@ -27,22 +27,29 @@ public struct Snapshot: Sendable, Equatable {
     }
 }
 
-/// What a live resource's watchers know: the latest good snapshot, and the error of the
-/// latest refresh if it failed (the snapshot then stays as it was).
+/// What a live resource's watchers know: the latest good snapshot, the error of the latest
+/// refresh if it failed (the snapshot then stays as it was), and the input values that refresh
+/// answered.
 public struct LiveState: Sendable, Equatable {
     public var snapshot: Snapshot?
     public var error: ResourceError?
+    /// The values of the view's inputs the latest refresh answered, e.g. `["q": "swift"]`;
+    /// empty for a view without inputs. A client that changed an input can tell the answer to
+    /// its new value from a late answer to the old one (`GET /events` sends them with each
+    /// snapshot and error).
+    public var inputs: [String: String]
 
-    public init(snapshot: Snapshot? = nil, error: ResourceError? = nil) {
+    public init(snapshot: Snapshot? = nil, error: ResourceError? = nil, inputs: [String: String] = [:]) {
         self.snapshot = snapshot
         self.error = error
+        self.inputs = inputs
     }
 
-    /// The state after a refresh ended with `result`.
-    public func applying(_ result: Result<JSON, ResourceError>) -> LiveState {
+    /// The state after a refresh for `inputs` ended with `result`.
+    public func applying(_ result: Result<JSON, ResourceError>, inputs: [String: String] = [:]) -> LiveState {
         switch result {
-        case .success(let document): LiveState(snapshot: Snapshot(document), error: nil)
-        case .failure(let error): LiveState(snapshot: snapshot, error: error)
+        case .success(let document): LiveState(snapshot: Snapshot(document), error: nil, inputs: inputs)
+        case .failure(let error): LiveState(snapshot: snapshot, error: error, inputs: inputs)
         }
     }
 }

@@ -5,7 +5,8 @@ import Rivers
 /// One client's live search session: its input `q` (named after the resource's query
 /// parameter) searched after it stayed unchanged for the debounce interval, repeated queries
 /// skipped, and a search still running when the query changes cancelled (the upstream sees
-/// its connection close).
+/// its connection close). Each state names the query it answers (``LiveState/inputs``), so a
+/// client can label results with their query.
 ///
 /// ```
 /// q: ──"sw"─"swi"─"swift"──────────▶ debounce ─▶ removeDuplicates ─▶ flatMapLatest { search } ─▶ scan(LiveState)
@@ -24,13 +25,14 @@ public final class SearchView: LiveViewModel {
     public init(_ resource: SearchResource, initialQuery: String, scheduler: EventLoopScheduler) {
         let query = Input(initialQuery)
         self.query = query
-        inputName = resource.definition.parameter
+        let inputName = resource.definition.parameter
+        self.inputName = inputName
         let debounce = EventLoopScheduler.SchedulerTimeType.Stride(resource.definition.debounce)
         states = query.prefix(1)
             .merge(with: query.dropFirst().debounce(for: debounce, scheduler: scheduler))
             .removeDuplicates()
-            .flatMapLatest { text in resource.results(for: text).asResult() }
-            .scan(LiveState()) { state, result in state.applying(result) }
+            .flatMapLatest { text in resource.results(for: text).asResult().map { (query: text, result: $0) } }
+            .scan(LiveState()) { state, answer in state.applying(answer.result, inputs: [inputName: answer.query]) }
             .removeDuplicates()
             .eraseToAnyPublisher()
     }

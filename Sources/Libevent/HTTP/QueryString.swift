@@ -4,13 +4,19 @@ public enum QueryString {
     /// repeated name wins; names without `=` map to an empty value.
     public static func parse(_ query: String) -> [String: String] {
         var result: [String: String] = [:]
-        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+        for (name, value) in pairs(query) { result[name] = value }
+        return result
+    }
+
+    /// `resource=a&resource=b&b.x=1` → `[("resource", "a"), ("resource", "b"), ("b.x", "1")]`:
+    /// every pair, decoded as ``parse(_:)`` decodes them, in order, repeated names kept.
+    public static func pairs(_ query: String) -> [(name: String, value: String)] {
+        query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = percentDecoded(String(parts[0]), plusAsSpace: true) ?? String(parts[0])
             let value = parts.count > 1 ? (percentDecoded(String(parts[1]), plusAsSpace: true) ?? String(parts[1])) : ""
-            result[name] = value
+            return (name, value)
         }
-        return result
     }
 
     /// Decodes `%XX` escapes; nil when an escape is malformed or the result is not UTF-8.

@@ -1,9 +1,19 @@
-/// The page at `GET /`: the groups live over `EventSource` (updates, connection state,
-/// reconnection), and the rows with a "more" button per topic that activates the stream's
-/// `loadMore` trigger. One self-contained document; no build step, no external assets.
+/// The page at `GET /`: every live view over ONE connection, `GET /events` for the groups, the
+/// rows and a search (a browser holds at most 6 HTTP/1.1 connections per origin, so a page must
+/// not spend one per view). The groups update live; each topic's "more" button activates the
+/// rows stream's `loadMore` trigger; typing in the search box sets the search stream's input
+/// `q`. The server debounces it, skips repeats and cancels a superseded search; the page shows
+/// the query each result set answers, as the snapshot names it, so results of an older query are
+/// never shown as the newer one's. One self-contained document; no build step, no external
+/// assets.
+///
+/// Input values are sent one at a time, the latest one when the previous answer is in:
+/// requests issued side by side may travel on different connections and arrive out of order,
+/// and then an older value would win.
 ///
 /// For tests and curious humans, `<body>` carries `data-state` (`connecting`, `live`,
-/// `reconnecting`) and `data-updates` (group snapshots received).
+/// `reconnecting`) and `data-updates` (group snapshots received); `#results` carries
+/// `data-query` (the query the results shown answer).
 enum IndexPage {
     static let html = #"""
     <!doctype html>
@@ -18,6 +28,7 @@ enum IndexPage {
       body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--ink); background: #f6f8fa; }
       header { display: flex; align-items: center; gap: 12px; padding: 18px 28px; background: #fff; border-bottom: 1px solid var(--line); }
       header h1 { font-size: 20px; margin: 0; }
+      header small { color: var(--muted); font-size: 12px; }
       .state { font-size: 13px; padding: 2px 10px; border-radius: 999px; background: #eef1f4; color: var(--muted); }
       .state.live { background: #e3f6e8; color: #17803d; }
       .state.reconnecting { background: #fde8e8; color: #b42318; }
@@ -31,6 +42,15 @@ enum IndexPage {
       tr.changed td { animation: fresh 1.6s ease-out; }
       @keyframes fresh { from { background: var(--fresh); } to { background: transparent; } }
       .error { color: #b42318; font-size: 13px; }
+      input[type=search] { width: 100%; font: inherit; padding: 8px 12px; border: 1px solid var(--line); border-radius: 8px; }
+      input[type=search]:focus { outline: 2px solid var(--accent); outline-offset: -1px; }
+      #results { list-style: none; margin: 10px 0 0; padding: 0; background: #fff; border: 1px solid var(--line); border-radius: 8px; }
+      #results:empty { display: none; }
+      #results li { display: flex; gap: 12px; align-items: baseline; padding: 7px 12px; border-bottom: 1px solid var(--line); }
+      #results li:last-child { border-bottom: 0; }
+      #results .name { font-weight: 600; }
+      #results .description { flex: 1; color: var(--muted); font-size: 13px; }
+      #results .stars { font-variant-numeric: tabular-nums; font-size: 13px; }
       .row { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; margin-bottom: 10px; }
       .row h3 { margin: 0 0 8px; font-size: 14px; }
       .medias { display: flex; gap: 8px; overflow-x: auto; align-items: center; }
@@ -40,8 +60,14 @@ enum IndexPage {
     </style>
     </head>
     <body data-state="connecting" data-updates="0">
-    <header><h1>Tributary</h1><span id="state" class="state">connecting…</span></header>
+    <header><h1>Tributary</h1><span id="state" class="state">connecting…</span><small>one connection: <code>/events</code></small></header>
     <main>
+      <section>
+        <h2>Search <small id="search-for">type at least 3 characters</small></h2>
+        <input id="q" type="search" maxlength="256" autocomplete="off" spellcheck="false" placeholder="Search repositories, e.g. swift" aria-label="Search repositories">
+        <ol id="results" data-query=""></ol>
+        <p id="search-error" class="error"></p>
+      </section>
       <section>
         <h2>Groups <small id="version">waiting for the first snapshot</small></h2>
         <table><thead><tr><th>Group</th><th>Tasks</th><th>Last updated</th></tr></thead><tbody id="groups"></tbody></table>
@@ -57,6 +83,7 @@ enum IndexPage {
     "use strict";
     const $ = (id) => document.getElementById(id);
     const text = (value) => String(value ?? "");
+    const quoted = (value) => "“" + value + "”";
 
     function setState(state) {
       document.body.dataset.state = state;
@@ -64,77 +91,164 @@ enum IndexPage {
       $("state").textContent = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…" }[state];
     }
 
-    // Our `event: error` carries data; the browser's own error event (connection lost) does not.
-    function onServerError(source, target) {
-      source.addEventListener("error", (event) => {
-        if (event.data) { target.textContent = JSON.parse(event.data).error.message; return; }
-        if (source === groups) setState("reconnecting");
-      });
-    }
+    // The stream id of each resource on this connection, as its `event: stream` announced it:
+    // triggers and inputs go to /streams/{id}/…. A reconnection announces new ones.
+    const streams = {};
 
     const previous = new Map();
-    const groups = new EventSource("/groups");
-    groups.addEventListener("open", () => setState("live"));
-    groups.addEventListener("snapshot", (event) => {
-      setState("live");
-      $("groups-error").textContent = "";
-      const body = $("groups");
-      body.replaceChildren();
-      for (const group of JSON.parse(event.data)) {
-        const row = document.createElement("tr");
-        for (const value of [group.name, group.error ? "—" : group.taskCount, group.lastUpdated ?? group.error?.message]) {
-          const cell = document.createElement("td");
-          cell.textContent = text(value);
-          row.append(cell);
+    const groups = {
+      show(snapshot, eventID) {
+        $("groups-error").textContent = "";
+        const body = $("groups");
+        body.replaceChildren();
+        for (const group of snapshot.data) {
+          const row = document.createElement("tr");
+          for (const value of [group.name, group.error ? "—" : group.taskCount, group.lastUpdated ?? group.error?.message]) {
+            const cell = document.createElement("td");
+            cell.textContent = text(value);
+            row.append(cell);
+          }
+          row.children[1].className = "count";
+          const signature = text(group.taskCount) + text(group.lastUpdated);
+          if (previous.has(group.id) && previous.get(group.id) !== signature) row.className = "changed";
+          previous.set(group.id, signature);
+          body.append(row);
         }
-        row.children[1].className = "count";
-        const signature = text(group.taskCount) + text(group.lastUpdated);
-        if (previous.has(group.id) && previous.get(group.id) !== signature) row.className = "changed";
-        previous.set(group.id, signature);
-        body.append(row);
-      }
-      document.body.dataset.updates = String(Number(document.body.dataset.updates) + 1);
-      $("version").textContent = "version " + event.lastEventId + " · " + new Date().toLocaleTimeString();
-    });
-    onServerError(groups, $("groups-error"));
+        document.body.dataset.updates = String(Number(document.body.dataset.updates) + 1);
+        // The event id lists every resource's version: `groups:<v>,rows:<v>,search:<v>`.
+        const version = eventID.split(",").find((part) => part.startsWith("groups:"))?.slice("groups:".length);
+        $("version").textContent = "version " + text(version) + " · " + new Date().toLocaleTimeString();
+      },
+      fail(failure) { $("groups-error").textContent = failure.error.message; },
+    };
 
-    let rowsStream = null;
-    const rows = new EventSource("/rows");
-    rows.addEventListener("stream", (event) => { rowsStream = JSON.parse(event.data).id; });
-    rows.addEventListener("snapshot", (event) => {
-      $("rows-error").textContent = "";
-      const container = $("rows");
-      container.replaceChildren();
-      for (const row of JSON.parse(event.data)) {
-        const box = document.createElement("div");
-        box.className = "row";
-        const title = document.createElement("h3");
-        title.textContent = text(row.topic.title ?? row.topic.id);
-        const medias = document.createElement("div");
-        medias.className = "medias";
-        for (const media of row.medias) {
-          const chip = document.createElement("span");
-          chip.className = "media";
-          chip.textContent = text(media.title ?? media.id);
-          medias.append(chip);
+    const rows = {
+      show(snapshot) {
+        $("rows-error").textContent = "";
+        const container = $("rows");
+        container.replaceChildren();
+        for (const row of snapshot.data) {
+          const box = document.createElement("div");
+          box.className = "row";
+          const title = document.createElement("h3");
+          title.textContent = text(row.topic.title ?? row.topic.id);
+          const medias = document.createElement("div");
+          medias.className = "medias";
+          for (const media of row.medias) {
+            const chip = document.createElement("span");
+            chip.className = "media";
+            chip.textContent = text(media.title ?? media.id);
+            medias.append(chip);
+          }
+          const more = document.createElement("button");
+          more.textContent = "more";
+          more.addEventListener("click", () => {
+            fetch(`/streams/${streams.rows}/triggers/loadMore?topic=${encodeURIComponent(row.topic.id)}`, { method: "POST" });
+          });
+          medias.append(more);
+          if (row.error) {
+            const problem = document.createElement("span");
+            problem.className = "error";
+            problem.textContent = row.error.message;
+            medias.append(problem);
+          }
+          box.append(title, medias);
+          container.append(box);
         }
-        const more = document.createElement("button");
-        more.textContent = "more";
-        more.addEventListener("click", () => {
-          fetch(`/streams/${rowsStream}/triggers/loadMore?topic=${encodeURIComponent(row.topic.id)}`, { method: "POST" });
-        });
-        medias.append(more);
-        if (row.error) {
-          const problem = document.createElement("span");
-          problem.className = "error";
-          problem.textContent = row.error.message;
-          medias.append(problem);
+      },
+      fail(failure) { $("rows-error").textContent = failure.error.message; },
+    };
+
+    // The box's text goes to the search stream's input `q`; the server debounces it, skips
+    // repeats and cancels a superseded search. Results are labelled with the query their
+    // snapshot answers, never with what is typed, so an older query's results are never
+    // shown as the newer one's.
+    const search = {
+      wanted: "",      // the box's text
+      held: "",        // the value the search stream took last (or refused: it is not resent)
+      sending: false,  // one value in flight at a time: side by side they could arrive out of order
+      shown: null,     // the query the results on screen answer
+      restart() {
+        this.held = "";  // a new stream starts with an empty q
+        this.send();
+      },
+      type(value) {
+        this.wanted = value;
+        this.label();
+        this.send();
+      },
+      send() {
+        if (this.sending || !streams.search || this.wanted === this.held) return;
+        const stream = streams.search;
+        const value = this.wanted;
+        this.sending = true;
+        fetch(`/streams/${stream}/inputs/q`, { method: "PUT", body: value })
+          .then(async (answer) => {
+            // 404: the stream went with its connection; the next one's announcement resends.
+            if (answer.status === 404) return;
+            this.held = value;
+            $("search-error").textContent = answer.ok ? "" : (await answer.json()).error.message;
+          }, () => {})  // the connection is lost as well: the same
+          .finally(() => {
+            this.sending = false;
+            if (stream !== streams.search || this.held === value) this.send();
+          });
+      },
+      show(snapshot) {
+        this.shown = snapshot.inputs.q;
+        $("search-error").textContent = "";
+        const list = $("results");
+        list.replaceChildren();
+        for (const item of snapshot.data) {
+          const entry = document.createElement("li");
+          const name = document.createElement("span");
+          name.className = "name";
+          name.textContent = text(item.fullName ?? item.name);
+          const description = document.createElement("span");
+          description.className = "description";
+          description.textContent = text(item.description);
+          const stars = document.createElement("span");
+          stars.className = "stars";
+          stars.textContent = "★ " + text(item.stargazersCount);
+          entry.append(name, description, stars);
+          list.append(entry);
         }
-        box.append(title, medias);
-        container.append(box);
-      }
+        list.dataset.query = this.shown;
+        this.label();
+      },
+      fail(failure) {
+        $("search-error").textContent = quoted(failure.inputs.q) + ": " + failure.error.message;
+      },
+      label() {
+        const count = $("results").childElementCount;
+        let label = this.shown === null || this.shown === "" ? "type at least 3 characters"
+          : (count === 0 ? "nothing found for " : count + (count === 1 ? " result for " : " results for ")) + quoted(this.shown);
+        if (this.wanted !== (this.shown ?? "")) label += " · searching " + quoted(this.wanted) + "…";
+        $("search-for").textContent = label;
+      },
+    };
+    $("q").addEventListener("input", (event) => search.type(event.target.value));
+
+    const views = { groups, rows, search };
+    const events = new EventSource("/events?resource=groups&resource=rows&resource=search");
+    events.addEventListener("open", () => setState("live"));
+    events.addEventListener("stream", (event) => {
+      const stream = JSON.parse(event.data);
+      streams[stream.resource] = stream.id;
+      if (stream.resource === "search") search.restart();
     });
-    onServerError(rows, $("rows-error"));
+    events.addEventListener("snapshot", (event) => {
+      setState("live");
+      const snapshot = JSON.parse(event.data);
+      views[snapshot.resource].show(snapshot, event.lastEventId);
+    });
+    // Our `event: error` carries data naming its resource; the browser's own error event
+    // (connection lost, EventSource reconnects) does not.
+    events.addEventListener("error", (event) => {
+      if (!event.data) { setState("reconnecting"); return; }
+      const failure = JSON.parse(event.data);
+      views[failure.resource].fail(failure);
+    });
     </script>
     </body>
     </html>

@@ -16,11 +16,26 @@ struct ListResourceRoutes {
     let streams: EventStreamHub
     let admin: AdminToken
 
+    /// Every stream of the resource on this worker shows the same view of the shared pipeline.
+    private let view: SharedLiveView
+
+    init(resource: ListResource, live: any LiveSource, streams: EventStreamHub, admin: AdminToken) {
+        self.resource = resource
+        self.live = live
+        self.streams = streams
+        self.admin = admin
+        view = SharedLiveView(live)
+    }
+
+    /// How a stream of the resource gets its view: it takes no parameters.
+    var liveViews: LiveViewFactory {
+        LiveViewFactory { [view] _ in .success(view) }
+    }
+
     func register(in router: inout Router<Route>) {
-        let view = SharedLiveView(live)
         router.add(.get, "/\(resource.name)") { request in
             if request.acceptsEventStream {
-                streams.open(request, resource: resource.name, view: view)
+                streams.open(request, resource: resource.name, views: liveViews)
             } else {
                 request.answer(with: resource.snapshot())
             }

@@ -16,10 +16,15 @@ struct PagedListRoutes {
     let cluster: ClusterLink?
     let admin: AdminToken
 
+    /// How a stream of the resource gets its view: one of its own, taking no parameters.
+    var liveViews: LiveViewFactory {
+        LiveViewFactory { [resource, argument] _ in .success(RowsView(resource, argument: argument)) }
+    }
+
     func register(in router: inout Router<Route>) {
         router.add(.get, "/\(resource.name)") { request in
             if request.acceptsEventStream {
-                streams.open(request, resource: resource.name, view: RowsView(resource, argument: argument))
+                streams.open(request, resource: resource.name, views: liveViews)
             } else {
                 request.answer(with: resource.firstPages())
             }

@@ -7,22 +7,38 @@ import Libevent
 ///   without an upstream call).
 /// - `GET /<name>?q=…` with `Accept: text/event-stream`: a search session (``SearchView``)
 ///   whose input `q` the client sets with `PUT /streams/{id}/inputs/q`.
+///
+/// A query longer than ``SearchView/maximumQueryLength`` is refused (400), on either.
 struct SearchRoutes {
     let resource: SearchResource
     let streams: EventStreamHub
     let scheduler: EventLoopScheduler
 
+    /// How a stream of the resource gets its view: a session of its own, searching the
+    /// query parameter first.
+    var liveViews: LiveViewFactory {
+        LiveViewFactory { [self] parameters in
+            query(in: parameters).map { SearchView(resource, initialQuery: $0, scheduler: scheduler) }
+        }
+    }
+
     func register(in router: inout Router<Route>) {
         router.add(.get, "/\(resource.name)") { request in
-            let query = request.queryParameters[resource.definition.parameter] ?? ""
-            guard query.unicodeScalars.count <= SearchView.maximumQueryLength else {
-                return request.respond(.badRequest("\(resource.definition.parameter) is longer than \(SearchView.maximumQueryLength) characters"))
-            }
-            if request.acceptsEventStream {
-                streams.open(request, resource: resource.name, view: SearchView(resource, initialQuery: query, scheduler: scheduler))
-            } else {
-                request.answer(with: resource.results(for: query))
+            if request.acceptsEventStream { return streams.open(request, resource: resource.name, views: liveViews) }
+            switch query(in: request.queryParameters) {
+            case .success(let query): request.answer(with: resource.results(for: query))
+            case .failure(let error): request.respond(error)
             }
         }
+    }
+
+    /// The query in `parameters` (none is the empty query), or why it is refused.
+    private func query(in parameters: [String: String]) -> Result<String, HTTPError> {
+        let name = resource.definition.parameter
+        let query = parameters[name] ?? ""
+        guard query.unicodeScalars.count <= SearchView.maximumQueryLength else {
+            return .failure(.badRequest("\(name) is longer than \(SearchView.maximumQueryLength) characters"))
+        }
+        return .success(query)
     }
 }

@@ -23,3 +23,20 @@ extension ServerRequest {
         onDisconnect = { subscription.cancel() }
     }
 }
+
+extension ServerRequest {
+    /// Whether `text/event-stream` is an acceptable answer (RFC 9110 §12.5.1): no `Accept`, or
+    /// one with `text/event-stream`, `text/*` or `*/*` not weighted `q=0`. For an endpoint that
+    /// answers nothing else; ``acceptsEventStream`` chooses between JSON and a stream.
+    var admitsEventStream: Bool {
+        guard let accept = header("Accept") else { return true }
+        return accept.split(separator: ",").contains { range in
+            let parts = range.split(separator: ";").map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
+            guard let type = parts.first, ["text/event-stream", "text/*", "*/*"].contains(type) else { return false }
+            let refused = parts.dropFirst().contains { parameter in
+                parameter.hasPrefix("q=") && Double(parameter.dropFirst(2)) == 0
+            }
+            return !refused
+        }
+    }
+}

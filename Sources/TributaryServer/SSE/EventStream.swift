@@ -1,13 +1,13 @@
 import Aggregation
 import Libevent
-import OpenCombine
 
-/// One client's server-sent event stream of a live resource: it subscribes to the shared
-/// states and writes what changed, with real back pressure: it asks for the next state only
-/// when the socket has taken the previous one, so a slow reader gets the latest state when it
-/// catches up, never a backlog. Loop-confined.
+/// One client's server-sent event stream: a connection carrying one live resource
+/// (`GET /groups`) or several (`GET /events`), each followed by an ``EventFeed`` of its own.
+/// The feeds decide what to send; the stream writes it in its ``EventStreamFraming``, tells
+/// the feeds when the socket drained (back pressure), sends heartbeats, and cancels every
+/// feed when its client goes. Loop-confined.
 ///
-/// What the client sees:
+/// What the client of one resource sees:
 /// ```
 /// retry: 2000
 /// event: stream      data: {"id":"<32 hex>","triggers":["reload"],"inputs":[]}   (the view's names)
@@ -16,54 +16,55 @@ import OpenCombine
 /// : heartbeat                                               (every sse.heartbeat)
 /// ```
 ///
-/// A `Last-Event-ID` equal to the current version skips resending that snapshot. After an
-/// error, the next good refresh sends the snapshot again even if it did not change, so the
-/// client knows it is current.
-final class EventStream: Subscriber {
-    typealias Input = LiveState
-    typealias Failure = Never
-
-    let id: StreamID
+/// and the client of `GET /events?resource=groups&resource=rows`:
+/// ```
+/// retry: 2000
+/// event: stream      data: {"id":"<32 hex>","resource":"groups","triggers":["reload"],"inputs":[]}
+/// event: stream      data: {"id":"<32 hex>","resource":"rows","triggers":["reload","loadMore"],"inputs":[]}
+/// event: snapshot    id: groups:<version>,rows:<version>   data: {"resource":"rows","data":<document>}
+/// event: error       data: {"resource":"groups","error":{"code","message"}}
+/// : heartbeat
+/// ```
+///
+/// A `Last-Event-ID` naming a resource's current version skips resending that document.
+final class EventStream {
     let request: ServerRequest
-    /// The resource it shows, e.g. `groups`.
-    let resource: String
-    /// What it shows and what its client may poke; it lives as long as the stream.
-    let view: any LiveViewModel
-    private var subscription: (any Subscription)?
-    private var sentVersion: String?
-    private var sentError: ResourceError?
-    /// A state was written and the next is requested only once the socket took it.
-    private var awaitingDrain = false
+    let framing: EventStreamFraming
+    /// One per resource, in the order the client asked for them.
+    private(set) var feeds: [EventFeed] = []
     private let frames: EventFrameCache
     private let onClose: (EventStream) -> Void
+    private var isClosed = false
 
+    /// A stream of `resources` on `request`; each gets a fresh id.
     init(
-        id: StreamID, request: ServerRequest, resource: String, view: any LiveViewModel, frames: EventFrameCache,
+        request: ServerRequest, resources: [StreamedResource], framing: EventStreamFraming, frames: EventFrameCache,
         onClose: @escaping (EventStream) -> Void
     ) {
-        self.id = id
         self.request = request
-        self.resource = resource
-        self.view = view
+        self.framing = framing
         self.frames = frames
         self.onClose = onClose
-        sentVersion = request.header("Last-Event-ID")
+        let clientHas = framing.versionsTheClientHas(lastEventID: request.header("Last-Event-ID"), resources: resources.map(\.name))
+        feeds = resources.map { resource in
+            EventFeed(id: .random(), resource: resource.name, view: resource.view, clientHas: clientHas[resource.name], stream: self)
+        }
     }
 
-    /// Sends the headers and the preamble, then follows the view's states.
+    /// Sends the headers and the preamble (`retry:` and one `stream` event per resource),
+    /// then follows every resource's states.
     func start(retry: Duration) {
         request.startStream(status: 200, headers: EventStreamFormat.headers)
-        let announcement = JSON.object([
-            ("id", .string(id.description)),
-            ("triggers", .array(view.triggers.map(JSON.string))),
-            ("inputs", .array(view.inputs.map(JSON.string))),
-        ])
-        request.write(EventStreamFormat.retry(retry) + EventStreamFormat.event("stream", data: announcement.serialized))
-        request.onDrained = { [unowned self] in drained() }
+        var preamble = EventStreamFormat.retry(retry)
+        for feed in feeds { preamble += EventStreamFormat.event("stream", data: framing.announcement(of: feed)) }
+        request.write(preamble)
+        request.onDrained = { [unowned self] in
+            for feed in feeds { feed.drained() }
+        }
         request.onDisconnect = { [unowned self] in close() }
         // What tells a client that only half-closed (it takes a comment) from one that is gone.
         request.livenessProbe = EventStreamFormat.heartbeat
-        view.states.subscribe(self)
+        for feed in feeds where !isClosed { feed.start() }
     }
 
     /// Writes a heartbeat comment unless output is still waiting (a stuck client gets no more).
@@ -72,53 +73,48 @@ final class EventStream: Subscriber {
         request.write(EventStreamFormat.heartbeat)
     }
 
-    /// Ends the stream from the server side (shutdown).
+    /// Ends the stream from the server side (shutdown, or a resource's states ended).
     func finish() {
-        subscription?.cancel()
-        subscription = nil
+        guard !isClosed else { return }
         request.endStream()
-        onClose(self)
+        close()
     }
 
-    // MARK: - Subscriber
+    // MARK: - What the feeds send
 
-    func receive(subscription: any Subscription) {
-        self.subscription = subscription
-        subscription.request(.max(1))
-    }
-
-    func receive(_ state: LiveState) -> Subscribers.Demand {
-        if let snapshot = state.snapshot, state.error == nil, snapshot.version != sentVersion || sentError != nil {
-            sentVersion = snapshot.version
-            sentError = nil
-            awaitingDrain = true
+    /// Writes `snapshot` of `feed`'s resource, the answer for the view's `inputs` (the feed
+    /// already counts it as sent).
+    func send(_ snapshot: Snapshot, answering inputs: [String: String], of feed: EventFeed) {
+        switch framing {
+        case .single:
             request.write(frames.snapshotFrame(snapshot))
-            return .none
+        case .multiplexed:
+            // The id is this client's own; the body, every client's of that version and inputs.
+            let id = CompositeEventID.format(feeds.compactMap { feed in feed.sentVersion.map { (resource: feed.resource, version: $0) } })
+            request.write(EventStreamFormat.head("snapshot", id: id),
+                          then: frames.taggedSnapshotBody(snapshot, of: feed.resource, answering: inputs))
         }
-        if let error = state.error, error != sentError {
-            sentError = error
-            awaitingDrain = true
-            request.write(EventStreamFormat.event("error", data: Array(error.httpError.json.utf8)))
-            return .none
-        }
-        return .max(1)
     }
 
-    func receive(completion: Subscribers.Completion<Never>) {
-        finish()
+    /// Writes `error` of `feed`'s resource, which failed the refresh for the view's `inputs`.
+    func send(_ error: ResourceError, answering inputs: [String: String], of feed: EventFeed) {
+        request.write(EventStreamFormat.event("error", data: framing.errorData(error.httpError, of: feed.resource, answering: inputs)))
     }
 
-    // MARK: - Socket events
+    // MARK: - Closing
 
-    private func drained() {
-        guard awaitingDrain else { return }
-        awaitingDrain = false
-        subscription?.request(.max(1))
-    }
-
+    /// Cancels every feed (their pipelines, and the upstream calls in flight, unless shared)
+    /// and forgets the stream.
     private func close() {
-        subscription?.cancel()
-        subscription = nil
+        guard !isClosed else { return }
+        isClosed = true
+        for feed in feeds { feed.cancel() }
         onClose(self)
     }
+}
+
+/// One resource a new stream carries: its name and the view model its feed follows.
+struct StreamedResource {
+    let name: String
+    let view: any LiveViewModel
 }

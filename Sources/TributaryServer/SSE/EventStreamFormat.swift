@@ -16,25 +16,35 @@ public enum EventStreamFormat {
     /// One event. `data` may hold line breaks (LF, CR or CRLF): each line becomes its own
     /// `data:` field, which the client joins back with LF.
     public static func event(_ name: String, id: String? = nil, data: [UInt8]) -> [UInt8] {
-        var frame = Array("event: \(name)\n".utf8)
-        if let id { frame += Array("id: \(id)\n".utf8) }
-        frame.reserveCapacity(frame.count + data.count + 16)
+        head(name, id: id) + body(data)
+    }
+
+    /// The fields before an event's data: `event:` and, if given, `id:`.
+    static func head(_ name: String, id: String? = nil) -> [UInt8] {
+        var head = Array("event: \(name)\n".utf8)
+        if let id { head += Array("id: \(id)\n".utf8) }
+        return head
+    }
+
+    /// An event's `data:` fields (one per line of `data`) and the blank line that ends it.
+    static func body(_ data: [UInt8]) -> [UInt8] {
         let prefix = Array("data: ".utf8)
-        frame += prefix
+        var body = prefix
+        body.reserveCapacity(data.count + 16)
         var index = 0
         while index < data.count {
             let byte = data[index]
             if byte == 0x0A || byte == 0x0D {
-                frame.append(0x0A)
-                frame += prefix
+                body.append(0x0A)
+                body += prefix
                 if byte == 0x0D && index + 1 < data.count && data[index + 1] == 0x0A { index += 1 }
             } else {
-                frame.append(byte)
+                body.append(byte)
             }
             index += 1
         }
-        frame += [0x0A, 0x0A]
-        return frame
+        body += [0x0A, 0x0A]
+        return body
     }
 
     /// A comment line: ignored by clients, keeps the connection visibly alive.

@@ -3,10 +3,14 @@ import CoreMetrics
 import Libevent
 import OpenCombine
 
-/// The live event streams of one worker: it opens them, knows them by id (the streams
-/// registry: a stream's triggers and inputs are reached over HTTP through it), sends their
-/// heartbeats from one shared timer, and forgets them, view model and all, when their client
-/// goes. Loop-confined.
+/// The live event streams of one worker: it opens them, knows each resource they carry by its
+/// id (the streams registry: a stream's triggers and inputs are reached over HTTP through it),
+/// sends their heartbeats from one shared timer, and forgets them, view models and all, when
+/// their client goes. Loop-confined.
+///
+/// A stream of `GET /events` carries several resources, each with an id of its own; to the
+/// registry, the directory, the fleet and the limits, each resource it carries counts as one
+/// live stream, as if it had a connection of its own.
 final class EventStreamHub {
     private let settings: Configuration.EventStreams
     private let directory: StreamDirectory
@@ -14,7 +18,10 @@ final class EventStreamHub {
     private let cluster: ClusterLink?
     /// This hub as the directory knows it.
     private var listing: StreamDirectory.Listing!
-    private var streams: [StreamID: EventStream] = [:]
+    /// The open connections.
+    private var streams: [ObjectIdentifier: EventStream] = [:]
+    /// The resources they carry, by id.
+    private var feeds: [StreamID: EventFeed] = [:]
     private var heartbeatTimer: LoopTimer!
     private var subscriberGauges: [String: Meter] = [:]
     private let frames = EventFrameCache()
@@ -35,43 +42,54 @@ final class EventStreamHub {
         directory.remove(listing)
     }
 
-    /// Live streams now.
-    var count: Int { streams.count }
-
     /// The kernel receive buffer of a stream's socket: its client has nothing more to send.
     static let receiveBuffer = 4096
 
-    /// Answers `request` with an event stream of `view`, a view of `resource` (503 when the
-    /// worker has `sse.maxSubscribers` streams already). The gauge
-    /// `tributary_sse_subscribers{resource}` counts the live streams.
+    /// Answers `request` with an event stream of `resource` (`GET /<name>`), whose view
+    /// `views` makes from the request's query, or with the error it refused the query with.
+    func open(_ request: ServerRequest, resource: String, views: LiveViewFactory) {
+        switch views.make(request.queryParameters) {
+        case .success(let view): open(request, carrying: [StreamedResource(name: resource, view: view)], framing: .single)
+        case .failure(let error): request.respond(error)
+        }
+    }
+
+    /// Answers `request` with an event stream carrying `resources` (503 when the worker would
+    /// have more than `sse.maxSubscribers` live streams). The gauge
+    /// `tributary_sse_subscribers{resource}` counts the live streams of each resource.
     ///
     /// `HEAD` gets the stream's headers and no stream. While the service shuts down, a stream
     /// asked for on a connection still open gets its `retry:` and ends at once, with the
     /// connection: its client reconnects, to another replica or to the restarted service,
     /// instead of holding the shutdown up until its deadline.
-    func open(_ request: ServerRequest, resource: String, view: @autoclosure () -> any LiveViewModel) {
+    func open(_ request: ServerRequest, carrying resources: [StreamedResource], framing: EventStreamFraming) {
         if request.method == .head { return request.startStream(status: 200, headers: EventStreamFormat.headers) }
         if isShuttingDown {
             request.startStream(status: 200, headers: EventStreamFormat.headers)
             request.write(EventStreamFormat.retry(settings.retry))
             return request.endStream()
         }
-        guard streams.count < settings.maxSubscribers else {
+        guard feeds.count + resources.count <= settings.maxSubscribers else {
             return request.respond(HTTPError(status: 503, code: "too_many_subscribers",
                                              message: "the server is at its limit of \(settings.maxSubscribers) live streams"),
                                    headers: [("Retry-After", "5")])
         }
-        let subscribers = gauge(for: resource)
-        let stream = EventStream(id: .random(), request: request, resource: resource, view: view(), frames: frames) { [unowned self] closed in
-            streams[closed.id] = nil
-            directory.closed(closed.id)
-            cluster?.streamClosed(closed.id)
-            subscribers.decrement()
+        let stream = EventStream(request: request, resources: resources, framing: framing, frames: frames) { [unowned self] closed in
+            streams[ObjectIdentifier(closed)] = nil
+            for feed in closed.feeds {
+                feeds[feed.id] = nil
+                directory.closed(feed.id)
+                cluster?.streamClosed(feed.id)
+                gauge(for: feed.resource).decrement()
+            }
         }
-        streams[stream.id] = stream
-        directory.opened(stream.id, in: listing)
-        cluster?.streamOpened(stream.id)
-        subscribers.increment()
+        streams[ObjectIdentifier(stream)] = stream
+        for feed in stream.feeds {
+            feeds[feed.id] = feed
+            directory.opened(feed.id, in: listing)
+            cluster?.streamOpened(feed.id)
+            gauge(for: feed.resource).increment()
+        }
         request.limitSocketSendBuffer(to: settings.sendBuffer)
         request.limitSocketReceiveBuffer(to: Self.receiveBuffer)
         stream.start(retry: settings.retry)
@@ -87,7 +105,7 @@ final class EventStreamHub {
     /// Applies `control` to the view model of stream `id` and says how it went, in the words
     /// of an HTTP answer (this worker holds the stream; see ``StreamDirectory``).
     func control(_ id: StreamID, _ control: StreamControl) -> Result<Void, HTTPError> {
-        guard let view = streams[id]?.view else {
+        guard let view = feeds[id]?.view else {
             return .failure(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id)"))
         }
         do {
@@ -110,8 +128,8 @@ final class EventStreamHub {
 
     /// Activates `trigger` on every live stream of `resource` on this worker.
     func activate(_ trigger: String, onEveryStreamOf resource: String) {
-        for stream in streams.values where stream.resource == resource {
-            try? stream.view.activate(trigger, arguments: [:])
+        for feed in feeds.values where feed.resource == resource {
+            try? feed.view.activate(trigger, arguments: [:])
         }
     }
 

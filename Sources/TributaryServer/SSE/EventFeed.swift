@@ -1,0 +1,95 @@
+import Aggregation
+import OpenCombine
+
+/// One resource inside an ``EventStream``: the subscription to its view model's states, with
+/// the id its client pokes it by (`/streams/{id}/…`) and what of it the client already has.
+/// A resource's own stream (`GET /groups`) has one feed; `GET /events` has one per resource,
+/// all writing into the same connection. Loop-confined.
+///
+/// It decides what to send and leaves how to the stream: a snapshot only when the document
+/// changed (or after an error, so the client knows it is current again), an error only when
+/// it is a new one; on `GET /events`, which names the input values each answers, also when
+/// those changed (a search for "swift" that finds what "swi" found is still news: the client
+/// learns that its results are now "swift"'s). Back pressure: after each write it asks for
+/// the next state only once the socket has taken the stream's output (``drained()``), so a
+/// slow reader gets the latest state when it catches up, never a backlog.
+final class EventFeed: Subscriber {
+    typealias Input = LiveState
+    typealias Failure = Never
+
+    let id: StreamID
+    /// The resource it shows, e.g. `groups`.
+    let resource: String
+    /// What it shows and what its client may poke; it lives as long as the feed.
+    let view: any LiveViewModel
+    /// The version of the document the client has (sent, or named by its `Last-Event-ID`).
+    private(set) var sentVersion: String?
+    private var sentError: ResourceError?
+    /// The input values the client knows its document or error answers: those it was last
+    /// told. Nil before the first state, which answers the values the client's request named:
+    /// it knows them, so a reconnect still skips a document it has.
+    private var knownInputs: [String: String]?
+    /// A state was written and the next is requested only once the socket took it.
+    private var awaitingDrain = false
+    private var subscription: (any Subscription)?
+    /// The stream owns its feeds and cancels them when it closes.
+    private unowned let stream: EventStream
+
+    init(id: StreamID, resource: String, view: any LiveViewModel, clientHas version: String?, stream: EventStream) {
+        self.id = id
+        self.resource = resource
+        self.view = view
+        self.stream = stream
+        sentVersion = version
+    }
+
+    /// Starts following the view's states (the pipeline starts, or a shared one is joined).
+    func start() {
+        view.states.subscribe(self)
+    }
+
+    /// Stops following them: the view's pipeline, and every upstream call it has in flight,
+    /// is cancelled unless other streams share it.
+    func cancel() {
+        subscription?.cancel()
+        subscription = nil
+    }
+
+    /// The stream's socket took everything written: the next state may come.
+    func drained() {
+        guard awaitingDrain else { return }
+        awaitingDrain = false
+        subscription?.request(.max(1))
+    }
+
+    // MARK: - Subscriber
+
+    func receive(subscription: any Subscription) {
+        self.subscription = subscription
+        subscription.request(.max(1))
+    }
+
+    func receive(_ state: LiveState) -> Subscribers.Demand {
+        let inputsChanged = stream.framing.namesInputs && knownInputs.map { $0 != state.inputs } ?? false
+        knownInputs = state.inputs
+        if let snapshot = state.snapshot, state.error == nil, snapshot.version != sentVersion || sentError != nil || inputsChanged {
+            sentVersion = snapshot.version
+            sentError = nil
+            awaitingDrain = true
+            stream.send(snapshot, answering: state.inputs, of: self)
+            return .none
+        }
+        if let error = state.error, error != sentError || inputsChanged {
+            sentError = error
+            awaitingDrain = true
+            stream.send(error, answering: state.inputs, of: self)
+            return .none
+        }
+        return .max(1)
+    }
+
+    func receive(completion: Subscribers.Completion<Never>) {
+        subscription = nil
+        stream.finish()
+    }
+}
