@@ -1,8 +1,7 @@
 """What scripts/openapi-check asks of Python (run with the interpreter of scripts/python-env).
 
     openapi_check.py document BASE
-        Validates BASE/openapi.json as OpenAPI 3.1; prints `served` or `unrouted`: whether the
-        service routes GET /events (the document describes it from the contract either way).
+        Validates BASE/openapi.json as OpenAPI 3.1.
     openapi_check.py events BASE PATH=FILE...
         Checks the events recorded in each FILE (a stream of PATH, written by curl -N) against
         the `text/event-stream` schema the document gives PATH's GET: each event against the
@@ -30,9 +29,6 @@ def document(base):
     operations = sum(len(item) for item in served["paths"].values())
     print(f"openapi-check: {base}/openapi.json is a valid OpenAPI {served['openapi']} document, "
           f"{operations} operations on {len(served['paths'])} paths", file=sys.stderr)
-    with httpx.stream("GET", base + "/events", params={"resource": "groups"}, timeout=10) as answer:
-        unrouted = answer.status_code == 404 and b"no resource at /events" in answer.read()
-    print("unrouted" if unrouted else "served")
 
 
 def parse_events(text):

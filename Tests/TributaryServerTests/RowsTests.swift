@@ -60,6 +60,25 @@ struct RowsTests {
         await world.stop()
     }
 
+    @Test("a loadMore before the topic's first page is in is refused (400), not accepted and lost; once it is in, it loads")
+    func loadMoreBeforeTheFirstPage() async throws {
+        var fixture = MediaFixture(topics: ["a", "b"])
+        fixture.hangingFirstPages = ["a"]
+        let world = try await World.start(fixture)
+        let stream = try await world.service.events("/rows")
+        let id = try await stream.announcedID()
+        #expect(await world.upstream.records.wait(timeout: .seconds(5)) { records in
+            records.contains { $0.path == "/topics/a/medias" && $0.inFlight } && records.contains { $0.path == "/topics/b/medias" && !$0.inFlight }
+        })
+        let early = try await world.trigger(id, "loadMore", "?topic=a")
+        #expect(early.status == 400)
+        #expect(early.error?.message.contains("has not loaded its first page yet") == true, "\(early.text)")
+        #expect(try await world.trigger(id, "loadMore", "?topic=b").status == 202)
+        #expect(await world.upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.path == "/topics/b/medias" && $0.query["page"] == "2" } })
+        stream.close()
+        await world.stop()
+    }
+
     @Test("reload starts the whole pipeline over: topics again, first pages again")
     func reload() async throws {
         let world = try await World.start()

@@ -10,6 +10,8 @@ struct MediaFixture: Sendable {
     var failing: Set<String> = []
     /// Topics whose pages after the first never answer.
     var hangingNextPages: Set<String> = []
+    /// Topics whose first page never answers.
+    var hangingFirstPages: Set<String> = []
 
     var topicsJSON: String {
         #"{"result":["# + topics.map { #"{"id":"\#($0)","title":"Topic \#($0)"}"# }.joined(separator: ",") + "]}"
@@ -41,6 +43,7 @@ struct MediaFixture: Sendable {
         if failing.contains(topic) { return .json(#"{"error":"down"}"#, status: 500) }
         let page = request.query["page"].flatMap(Int.init) ?? 1
         if page > 1 && hangingNextPages.contains(topic) { return .hang }
+        if page == 1 && hangingFirstPages.contains(topic) { return .hang }
         return .json(pageJSON(topic, page))
     }
 }

@@ -528,7 +528,7 @@ func scalePhase(count, updates int) error {
 		replicas = append(replicas, s)
 		ports = append(ports, s.Port)
 	}
-	c, err := harness.NewSSEClients(ports, "/groups", count, 256)
+	c, err := harness.NewSSEClients(ports, []string{"/groups"}, count, 256)
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,9 @@ import (
 
 // Config is what differs between the tools' generated configurations. The rest is the
 // same for all: one worker, log level warning, the tasks, media and search upstreams on one
-// URL (pool of 64), and only the groups resource (list /groups, details
-// /groups/{id}/metadata, concurrency 64). A zero field is left out: the service's default.
+// URL (pool of 64), and the groups resource (list /groups, details /groups/{id}/metadata,
+// concurrency 64), with Rows also the rows resource (list /topics, pages
+// /topics/{id}/medias). A zero field is left out: the service's default.
 type Config struct {
 	Tool            string // named in the file's first line
 	UpstreamURL     string
@@ -22,6 +23,7 @@ type Config struct {
 	Backoff         string // upstreams.tasks.backoff
 	RefreshInterval string // resources.groups.refreshInterval
 	OnItemFailure   string // resources.groups.onItemFailure
+	Rows            bool   // also resources.rows (kind: pages, on the media upstream)
 }
 
 // WriteConfig writes the configuration to dir/tributary.yaml and returns that path.
@@ -69,6 +71,23 @@ func WriteConfig(dir string, c Config) (string, error) {
 	line("    concurrency: 64")
 	optional("    ", "refreshInterval", c.RefreshInterval)
 	optional("    ", "onItemFailure", c.OnItemFailure)
+	if c.Rows {
+		line("  rows:")
+		line("    kind: pages")
+		line("    upstream: media")
+		line("    list:")
+		line("      path: /topics")
+		line("      items: result")
+		line("      id: id")
+		line("    pages:")
+		line("      path: /topics/{id}/medias")
+		line("      items: result")
+		line("      cursor: next")
+		line("      parameter: page")
+		line("    row:")
+		line("      item: topic")
+		line("      pages: medias")
+	}
 	path := filepath.Join(dir, "tributary.yaml")
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }

@@ -2,15 +2,17 @@ package harness
 
 // SSEClients: live subscribers of an event stream on raw non-blocking sockets driven by one
 // epoll loop on the calling thread (no goroutine per connection), so 10,000 of them cost the
-// load client little CPU and every arrival is time-stamped when its bytes are read. Each
+// load client little CPU and every arrival is time-stamped when its bytes are read. A
 // snapshot's version is the first "taskCount" in its data (the tools' upstreams put the
-// current version there). Used by sse-scale (one service) and fleet (several replicas: the
-// subscribers are spread over their ports in turn).
+// current version there); snapshots without one (rows) count, but carry no version. Used
+// by sse-scale (one service; one resource per stream, or several over /events) and fleet
+// (several replicas: the subscribers are spread over their ports in turn).
 
 import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -34,17 +36,19 @@ type Subscriber struct {
 	events    []byte // event-stream text not yet ending in a blank line
 	status    int
 	Snapshots int
-	Version   int64     // taskCount of the last snapshot
-	Arrived   time.Time // when the last snapshot was read
+	Version   int64     // taskCount of the last snapshot that had one
+	Arrived   time.Time // when that snapshot was read
 	CloseWhy  string
-	Port      int // the service's port it is connected to
+	Port      int    // the service's port it is connected to
+	Path      string // what it asked for, e.g. /groups or /events?resource=groups&resource=rows
+	wanted    int    // snapshots that make it ready: one per resource its stream carries
 }
 
 // SSEClients is the whole set of subscribers and their epoll loop; use it from one goroutine.
 type SSEClients struct {
 	epfd           int
 	ports          []int
-	path           string
+	paths          []string
 	Subs           []*Subscriber
 	byFD           map[int]*Subscriber
 	Next           int // next subscriber to connect
@@ -55,22 +59,22 @@ type SSEClients struct {
 	buffer         []byte
 	Target         int64 // the version an update round waits for
 	Reached        int   // live subscribers whose last snapshot shows Target
-	FirstSnapshots int   // subscribers with at least one snapshot
+	FirstSnapshots int   // subscribers with a first snapshot of every resource their stream carries
 	// Whether the client keeps up: epoll_wait calls, events they returned, and how many
 	// returned a full batch (events were waiting: the client was behind).
 	Waits, WaitEvents, FullBatches int
 }
 
-// NewSSEClients prepares `count` subscribers of `path` (e.g. /groups), the i-th on
-// ports[i % len(ports)] of 127.0.0.1, with at most maxConnecting connects in flight; Run
-// connects them.
-func NewSSEClients(ports []int, path string, count, maxConnecting int) (*SSEClients, error) {
+// NewSSEClients prepares `count` subscribers, the i-th of paths[i % len(paths)] (e.g.
+// /groups, or /events?resource=groups&resource=rows) on ports[i % len(ports)] of 127.0.0.1,
+// with at most maxConnecting connects in flight; Run connects them.
+func NewSSEClients(ports []int, paths []string, count, maxConnecting int) (*SSEClients, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
 	c := &SSEClients{
-		epfd: epfd, ports: ports, path: path, maxConn: maxConnecting,
+		epfd: epfd, ports: ports, paths: paths, maxConn: maxConnecting,
 		Subs:   make([]*Subscriber, count),
 		byFD:   make(map[int]*Subscriber, count),
 		events: make([]syscall.EpollEvent, 1024),
@@ -86,7 +90,12 @@ func (c *SSEClients) startConnects() error {
 		if err != nil {
 			return fmt.Errorf("socket (subscriber %d): %w (raise ulimit -n)", c.Next, err)
 		}
-		s := &Subscriber{fd: fd, State: StConnecting, Port: c.ports[c.Next%len(c.ports)]}
+		path := c.paths[c.Next%len(c.paths)]
+		wanted := strings.Count(path, "resource=")
+		if wanted == 0 {
+			wanted = 1
+		}
+		s := &Subscriber{fd: fd, State: StConnecting, Port: c.ports[c.Next%len(c.ports)], Path: path, wanted: wanted}
 		err = syscall.Connect(fd, &syscall.SockaddrInet4{Port: s.Port, Addr: [4]byte{127, 0, 0, 1}})
 		if err != nil && err != syscall.EINPROGRESS {
 			syscall.Close(fd)
@@ -148,7 +157,7 @@ func (c *SSEClients) connected(s *Subscriber, events uint32) {
 		c.fail(s, fmt.Sprintf("connect: %v", syscall.Errno(soErr)))
 		return
 	}
-	request := GetRequest(c.path, fmt.Sprintf("127.0.0.1:%d", s.Port), "text/event-stream")
+	request := GetRequest(s.Path, fmt.Sprintf("127.0.0.1:%d", s.Port), "text/event-stream")
 	if written, err := syscall.Write(s.fd, request); err != nil || written != len(request) {
 		c.fail(s, fmt.Sprintf("write request: %v", err))
 		return
@@ -303,10 +312,13 @@ func (c *SSEClients) feed(s *Subscriber, text []byte, now time.Time) {
 			}
 			version, _ = strconv.ParseInt(string(digits[:stop]), 10, 64)
 		}
-		if s.Snapshots == 0 {
+		s.Snapshots++
+		if s.Snapshots == s.wanted {
 			c.FirstSnapshots++
 		}
-		s.Snapshots++
+		if version < 0 {
+			continue
+		}
 		if version == c.Target && s.Version != c.Target {
 			c.Reached++
 		}

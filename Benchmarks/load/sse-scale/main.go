@@ -9,10 +9,15 @@
 // /groups/reload, and time-stamp, for every subscriber, when the snapshot with the new data
 // arrives, relative to the moment just before the reload was sent.
 //
+// With -resources groups,rows each subscriber (a client) follows both: over one stream per
+// resource (/groups and /rows: two connections), or with -events over one
+// /events?resource=groups&resource=rows connection. The cost is then per client, and the
+// update (of the groups) is timed on each client's groups.
+//
 // The main goroutine, which the harness keeps on the main thread, starts the service and
 // runs the epoll loop.
 //
-//	sse-scale -bin .build/release/tributary [-subscribers 10000] [-runs 3] [-updates 5] [-groups 10]
+//	sse-scale -bin .build/release/tributary [-subscribers 10000] [-runs 3] [-updates 5] [-groups 10] [-resources groups,rows [-events]]
 package main
 
 import (
@@ -65,22 +70,27 @@ func main() {
 	defaultLimits := flag.Bool("default-limits", false, "leave server.maxConnections and sse.maxSubscribers at their defaults (12,000 and 10,000)")
 	quietMax := flag.Int("quiet-max", harness.EnvInt("QUIET_MAX", 15), "before each run, wait until the machine is at most this % busy (env QUIET_MAX)")
 	quietWait := flag.Duration("quiet-wait", time.Duration(harness.EnvInt("QUIET_WAIT", 600))*time.Second, "but no longer than this (env QUIET_WAIT, seconds)")
+	resources := flag.String("resources", "groups", "what each subscriber follows: groups, or groups,rows")
+	events := flag.Bool("events", false, "follow the resources over one GET /events connection per subscriber instead of one stream each")
 	flag.StringVar(&profileCommand, "profile", "", "a command run during the updates of each run, stopped with SIGINT; {pid} is the service's pid, {run} the run, e.g. 'perf record -g -p {pid} -o /tmp/sse-{run}.data'")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "usage: sse-scale -bin PATH [-subscribers N] [-runs R] [-updates U] [-groups G]")
 		os.Exit(2)
 	}
-	harness.Check(harness.RaiseFileLimit(*subscribers + 100))
+	shape, err := newLayout(*resources, *events)
+	harness.Check(err)
+	harness.Check(harness.RaiseFileLimit(*subscribers*shape.connectionsPerClient() + 100))
 
 	work, err := harness.NewWorkspace("sse-scale", *keep)
 	harness.Check(err)
 	up, err := startUpstream(*groups)
 	work.Check(err)
-	config, err := writeConfig(work.Dir, up.url, *subscribers, *defaultLimits)
+	config, err := writeConfig(work.Dir, up.url, *subscribers*shape.connectionsPerClient(), *subscribers*len(shape.resources),
+		shape.follows("rows"), *defaultLimits)
 	work.Check(err)
-	fmt.Printf("sse-scale: %d subscribers, %d runs x %d updates, %d groups per snapshot, %d worker(s), binary %s\n",
-		*subscribers, *runs, *updates, *groups, *workers, *bin)
+	fmt.Printf("sse-scale: %d subscribers each on %s, %d runs x %d updates, %d groups per snapshot, %d worker(s), binary %s\n",
+		*subscribers, strings.Join(shape.paths(), " + "), *runs, *updates, *groups, *workers, *bin)
 
 	var results []runResult
 	for run := 1; run <= *runs; run++ {
@@ -88,27 +98,73 @@ func main() {
 		work.Check(err)
 		fmt.Printf("run %d: service pid %d on %s\n", run, service.PID, service.Addr)
 		harness.WaitQuiet(*quietMax, *quietWait)
-		result, err := measure(service, up, *subscribers, *updates, *connecting)
+		result, err := measure(service, up, shape, *subscribers, *updates, *connecting)
 		service.Stop()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "service log: %s\n", service.LogTail())
 		}
 		work.Check(err)
 		results = append(results, result)
-		printRun(run, result)
+		printRun(run, result, shape)
 	}
-	printSummary(results, *subscribers, *workers)
+	printSummary(results, *subscribers, *workers, shape)
 	work.Close()
 }
 
-func measure(s *harness.Service, up *upstream, count, updates, connecting int) (runResult, error) {
+// layout is what one subscriber opens: a stream of each resource, or one /events for all.
+type layout struct {
+	resources []string
+	events    bool
+}
+
+func newLayout(resources string, events bool) (layout, error) {
+	l := layout{resources: strings.Split(resources, ","), events: events}
+	if l.resources[0] != "groups" || len(l.resources) > 2 || (len(l.resources) == 2 && l.resources[1] != "rows") {
+		return l, fmt.Errorf("-resources: groups, or groups,rows (found %q)", resources)
+	}
+	return l, nil
+}
+
+func (l layout) follows(resource string) bool {
+	for _, r := range l.resources {
+		if r == resource {
+			return true
+		}
+	}
+	return false
+}
+
+// paths are what one subscriber asks for, one connection each.
+func (l layout) paths() []string {
+	if l.events {
+		return []string{"/events?resource=" + strings.Join(l.resources, "&resource=")}
+	}
+	var paths []string
+	for _, r := range l.resources {
+		paths = append(paths, "/"+r)
+	}
+	return paths
+}
+
+func (l layout) connectionsPerClient() int { return len(l.paths()) }
+
+// showsGroups says whether a subscriber's stream carries the groups, whose updates are timed.
+func showsGroups(sub *harness.Subscriber) bool {
+	return sub.Path == "/groups" || strings.Contains(sub.Path, "resource=groups")
+}
+
+func measure(s *harness.Service, up *upstream, shape layout, count, updates, connecting int) (runResult, error) {
 	var result runResult
 	// Warm-up: the code paths, the pipeline and the allocator's first arenas.
-	warm, err := harness.NewSSEClients([]int{s.Port}, "/groups", 100, connecting)
+	paths := shape.paths()
+	warmConnections := 100 * len(paths)
+	warm, err := harness.NewSSEClients([]int{s.Port}, paths, warmConnections, connecting)
 	if err != nil {
 		return result, err
 	}
-	ok, err := warm.Run(time.Now().Add(30*time.Second), func() bool { return warm.FirstSnapshots+warm.Lost >= 100 && warm.Next == 100 })
+	ok, err := warm.Run(time.Now().Add(30*time.Second), func() bool {
+		return warm.FirstSnapshots+warm.Lost >= warmConnections && warm.Next == warmConnections
+	})
 	warm.CloseAll()
 	if err != nil || !ok || warm.Lost > 0 {
 		return result, fmt.Errorf("warm-up failed (err %v, lost %d)", err, warm.Lost)
@@ -116,22 +172,23 @@ func measure(s *harness.Service, up *upstream, count, updates, connecting int) (
 	time.Sleep(time.Second)
 	result.rssBefore = s.RSSKiB()
 
-	c, err := harness.NewSSEClients([]int{s.Port}, "/groups", count, connecting)
+	connections := count * len(paths)
+	c, err := harness.NewSSEClients([]int{s.Port}, paths, connections, connecting)
 	if err != nil {
 		return result, err
 	}
 	defer c.CloseAll()
 	started := time.Now()
-	ok, err = c.Run(started.Add(180*time.Second), func() bool { return c.Next == count && c.FirstSnapshots+c.Lost >= count })
+	ok, err = c.Run(started.Add(180*time.Second), func() bool { return c.Next == connections && c.FirstSnapshots+c.Lost >= connections })
 	if err != nil {
 		return result, err
 	}
 	if !ok {
-		return result, fmt.Errorf("only %d of %d subscribers had a snapshot after 180 s (%d lost)", c.FirstSnapshots, count, c.Lost)
+		return result, fmt.Errorf("only %d of %d streams had their snapshots after 180 s (%d lost)", c.FirstSnapshots, connections, c.Lost)
 	}
 	result.connectTime = time.Since(started)
 	if c.Lost > 0 {
-		return result, fmt.Errorf("%d of %d subscribers failed while connecting, e.g. %q", c.Lost, count, firstFailure(c))
+		return result, fmt.Errorf("%d of %d streams failed while connecting, e.g. %q", c.Lost, connections, firstFailure(c))
 	}
 	c.Run(time.Now().Add(2*time.Second), func() bool { return false }) // settle, still reading
 	result.rssAfter = s.RSSKiB()
@@ -182,6 +239,9 @@ func measure(s *harness.Service, up *upstream, count, updates, connecting int) (
 		var latencies []time.Duration
 		missed := 0
 		for _, sub := range c.Subs {
+			if !showsGroups(sub) {
+				continue
+			}
 			if sub.State != harness.StClosed && sub.Version == version {
 				latencies = append(latencies, sub.Arrived.Sub(sent))
 			} else {
@@ -246,9 +306,10 @@ func firstFailure(c *harness.SSEClients) string {
 	return ""
 }
 
-func printRun(run int, r runResult) {
-	fmt.Printf("\nrun %d: RSS %d KiB before, %d KiB with subscribers (%.0f B each), %d KiB after the updates (%.0f B each); connected in %.1f s; %d lost\n",
-		run, r.rssBefore, r.rssAfter, r.perSubscriber, r.rssAfterUpdates, r.perSubscriberUpdated, r.connectTime.Seconds(), r.lost)
+func printRun(run int, r runResult, shape layout) {
+	fmt.Printf("\nrun %d: RSS %d KiB before, %d KiB with subscribers (%.0f B each), %d KiB after the updates (%.0f B each, %.0f B per connection); connected in %.1f s; %d lost\n",
+		run, r.rssBefore, r.rssAfter, r.perSubscriber, r.rssAfterUpdates, r.perSubscriberUpdated,
+		r.perSubscriberUpdated/float64(shape.connectionsPerClient()), r.connectTime.Seconds(), r.lost)
 	fmt.Println("| update | first ms | p50 ms | p99 ms | max ms | reload answered ms | missed | service CPU ms | preempted | client CPU ms | client events/wait (full batches) | other CPU ms | service RSS KiB after |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, round := range r.rounds {
@@ -269,7 +330,7 @@ func medianFloat(values []float64) float64 {
 	return (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
 }
 
-func printSummary(results []runResult, count, workers int) {
+func printSummary(results []runResult, count, workers int, shape layout) {
 	var perSub, perSubUpdated, before, after, afterUpdates, first, p50, p99, max, cpu, clientCPU, preempted, other []float64
 	missed := 0
 	for _, r := range results {
@@ -290,7 +351,8 @@ func printSummary(results []runResult, count, workers int) {
 			missed += round.missed
 		}
 	}
-	fmt.Printf("\nsummary: medians over %d runs (RSS) and %d updates (latency), %d subscribers on %d worker(s)\n", len(results), len(p99), count, workers)
+	fmt.Printf("\nsummary: medians over %d runs (RSS) and %d updates (latency), %d subscribers each on %s (%d connections) on %d worker(s)\n",
+		len(results), len(p99), count, strings.Join(shape.paths(), " + "), count*shape.connectionsPerClient(), workers)
 	fmt.Println("| measure | median | goal | met |")
 	fmt.Println("|---|---:|---:|---|")
 	fmt.Printf("| RSS before subscribers | %.1f MiB | | |\n", medianFloat(before)/1024)

@@ -1,9 +1,11 @@
 package main
 
 // The controllable upstream: the `tasks` API with `groups` groups whose metadata carries the
-// current version as taskCount, so a client can tell which update a snapshot shows.
+// current version as taskCount, so a client can tell which update a snapshot shows; and the
+// `media` API, for rows: two topics of four medias each, one page, never changing.
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -41,21 +43,33 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(harness.GroupList(u.groups)))
 	case strings.HasPrefix(path, "/groups/") && strings.HasSuffix(path, "/metadata"):
 		w.Write([]byte(harness.GroupMetadata(u.version.Load())))
+	case path == "/topics":
+		w.Write([]byte(`{"result":[{"id":"news","title":"News"},{"id":"films","title":"Films"}]}`))
+	case strings.HasPrefix(path, "/topics/") && strings.HasSuffix(path, "/medias"):
+		topic := strings.TrimSuffix(strings.TrimPrefix(path, "/topics/"), "/medias")
+		var medias []string
+		for i := 1; i <= 4; i++ {
+			medias = append(medias, fmt.Sprintf(`{"id":"%s-%d","title":"%s number %d"}`, topic, i, topic, i))
+		}
+		w.Write([]byte(`{"result":[` + strings.Join(medias, ",") + `],"next":null}`))
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-// writeConfig writes a configuration with only the groups resource on upstream `url`,
-// limits high enough for `subscribers` live streams (the defaults with defaultLimits), and no interval refresh (updates come
-// only from POST /groups/reload), so every snapshot a client sees is one we caused.
-func writeConfig(dir, url string, subscribers int, defaultLimits bool) (string, error) {
-	limit := subscribers + 1000
+// writeConfig writes a configuration with the groups resource (and with rows, the rows
+// resource) on upstream `url`, limits high enough for `connections` connections carrying
+// `streams` live streams (the defaults with defaultLimits), and no interval refresh
+// (updates come only from POST /groups/reload), so every snapshot a client sees is one we
+// caused.
+func writeConfig(dir, url string, connections, streams int, rows, defaultLimits bool) (string, error) {
+	maxConnections, maxSubscribers := connections+1000, streams+1000
 	if defaultLimits {
-		limit = 0 // left out: server.maxConnections and sse.maxSubscribers keep their defaults
+		// Left out: server.maxConnections and sse.maxSubscribers keep their defaults.
+		maxConnections, maxSubscribers = 0, 0
 	}
 	return harness.WriteConfig(dir, harness.Config{
-		Tool: "sse-scale", UpstreamURL: url, MaxConnections: limit, MaxSubscribers: limit,
-		Timeout: "5s", RefreshInterval: "1h",
+		Tool: "sse-scale", UpstreamURL: url, MaxConnections: maxConnections, MaxSubscribers: maxSubscribers,
+		Timeout: "5s", RefreshInterval: "1h", Rows: rows,
 	})
 }

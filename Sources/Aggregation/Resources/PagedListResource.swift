@@ -72,8 +72,15 @@ public struct PagedListResource {
     }
 
     /// Every row with the pages loaded so far, loading an item's next page each time
-    /// `loadMore` is activated for its id (a no-op after its last page).
-    public func rows(loadingMoreOn loadMore: Trigger, knownIDs: @escaping (Set<String>) -> Void = { _ in }) -> AnyPublisher<JSON, ResourceError> {
+    /// `loadMore` is activated for its id (a no-op after its last page, or while a page loads).
+    ///
+    /// `knownIDs` is told the ids of the items each time the list arrives; `pageLoaded`, an
+    /// item's id each time one of its pages arrived (or failed): only from then on does its
+    /// `loadMore` load a page, so a caller can refuse one that would do nothing.
+    public func rows(
+        loadingMoreOn loadMore: Trigger, knownIDs: @escaping (Set<String>) -> Void = { _ in },
+        pageLoaded: @escaping (String) -> Void = { _ in }
+    ) -> AnyPublisher<JSON, ResourceError> {
         items()
             .handleEvents(receiveOutput: { items in knownIDs(Set(items.compactMap(id(of:)))) })
             .flatMap { items in
@@ -83,6 +90,7 @@ public struct PagedListResource {
                         nextPage: { cursor in page(of: item, at: cursor) },
                         loadingNextOn: loadMore.signal(activatedBy: LoadMore(id: id(of: item) ?? "")))
                     .asResult()
+                    .handleEvents(receiveOutput: { _ in if let id = id(of: item) { pageLoaded(id) } })
                     .scan(Row(item: item)) { row, result in row.applying(result) }
                     .map { row in row.json(definition) }
                 }

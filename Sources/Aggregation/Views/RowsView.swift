@@ -14,19 +14,27 @@ public final class RowsView: LiveViewModel {
     private let argument: String
     /// The ids of the current rows, so a `loadMore` for an unknown id is refused.
     private var knownIDs: Set<String> = []
+    /// The rows that have their first page: before it, a `loadMore` would be lost (the row
+    /// waits for it only once a page is in), so it is refused instead.
+    private var loadedIDs: Set<String> = []
     public private(set) var states: AnyPublisher<LiveState, Never>
 
     public init(_ resource: PagedListResource, argument: String = "topic") {
         self.argument = argument
         let trigger = self.trigger
-        var update: (Set<String>) -> Void = { _ in }
+        var listed: (Set<String>) -> Void = { _ in }
+        var loaded: (String) -> Void = { _ in }
         states = Publishers.PublishAndRepeat(onOutputFrom: trigger.signal(activatedBy: Control.reload)) {
-            resource.rows(loadingMoreOn: trigger, knownIDs: { update($0) }).asResult()
+            resource.rows(loadingMoreOn: trigger, knownIDs: { listed($0) }, pageLoaded: { loaded($0) }).asResult()
         }
         .scan(LiveState()) { state, result in state.applying(result) }
         .removeDuplicates()
         .eraseToAnyPublisher()
-        update = { [weak self] ids in self?.knownIDs = ids }
+        listed = { [weak self] ids in
+            self?.knownIDs = ids
+            self?.loadedIDs = []
+        }
+        loaded = { [weak self] id in self?.loadedIDs.insert(id) }
     }
 
     /// Its triggers, whatever the resource (the API description lists them).
@@ -41,6 +49,7 @@ public final class RowsView: LiveViewModel {
         case "loadMore":
             guard let id = arguments[argument] else { throw .invalidArgument("loadMore needs ?\(argument)=<id>") }
             guard knownIDs.contains(id) else { throw .invalidArgument("no \(argument) \"\(id)\" in this stream") }
+            guard loadedIDs.contains(id) else { throw .invalidArgument("\(argument) \"\(id)\" has not loaded its first page yet") }
             self.trigger.activate(for: PagedListResource.LoadMore(id: id))
         default:
             throw .unknownTrigger(trigger)
