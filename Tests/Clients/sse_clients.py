@@ -229,7 +229,11 @@ def announcements(events: Iterator[Event]) -> list[dict]:
 def tagged(event: Event) -> tuple[str, object]:
     check(event.type == "snapshot", f"a {event.type} event: {event.data[:200]}")
     document = json.loads(event.data)
-    check(set(document) == {"resource", "data"}, f"snapshot data with members {sorted(document)}")
+    # A view with inputs (search) also names the input values its document answers.
+    expected = {"resource", "data", "inputs"} if document.get("resource") == "search" else {"resource", "data"}
+    check(set(document) == expected, f"snapshot data with members {sorted(document)}")
+    if "inputs" in expected:
+        check(set(document["inputs"]) == {"q"}, f"search's snapshot names inputs {document['inputs']}, not q")
     return document["resource"], document["data"]
 
 
