@@ -327,6 +327,29 @@ struct EventsStreamTests {
         await world.stop()
     }
 
+    @Test("clients with the same versions get the same events (formatted once, sent whole from the second client on)")
+    func sameEventsForEveryone() async throws {
+        let world = try await World.start()
+        var streams: [SSEClient] = []
+        for _ in 0..<3 {
+            let stream = try await world.events("resource=groups&resource=rows")
+            _ = try await Self.announcements(stream, 2)
+            for _ in 0..<2 { _ = try await stream.next(type: "snapshot") }
+            streams.append(stream)
+        }
+        world.groups.update { $0.groups[1].taskCount = 99 }
+        try await world.reloadGroupsAndWait()
+        var events: [ServerSentEvent] = []
+        for stream in streams { events.append(try await stream.next()) }
+        let first = try TaggedSnapshot(events[0])
+        #expect(first.resource == "groups")
+        #expect(first.document == world.groups.value.mergedJSON)
+        #expect(first.versions.map(\.resource) == ["groups", "rows"])
+        #expect(events.allSatisfy { $0 == events[0] })
+        for stream in streams { stream.close() }
+        await world.stop()
+    }
+
     @Test("a reconnect with Last-Event-ID gets only the documents that changed; the id keeps the others' versions")
     func lastEventIDSkipsUnchanged() async throws {
         let world = try await World.start()
