@@ -34,7 +34,7 @@ struct EventsStreamTests {
 
         static func start(
             names: Names = Names(), groups count: Int = 3, nameLength: Int = 0, heartbeat: String = "15s",
-            directory: StreamDirectory = StreamDirectory()
+            maxSubscribers: Int = 10_000, directory: StreamDirectory = StreamDirectory()
         ) async throws -> World {
             var data = TaskGroupsFixture(count: count)
             if nameLength > 0 {
@@ -50,19 +50,21 @@ struct EventsStreamTests {
                 return groups.value.reply(to: request) ?? media.value.reply(to: request) ?? SearchFixture.reply(to: request)
                     ?? .json("{}", status: 404)
             }
-            let service = try await ServiceHarness(yaml: yaml(upstream: upstream.baseURL, names: names, heartbeat: heartbeat), directory: directory)
+            let service = try await ServiceHarness(
+                yaml: yaml(upstream: upstream.baseURL, names: names, heartbeat: heartbeat, maxSubscribers: maxSubscribers), directory: directory)
             return World(
                 groups: groups, media: media, hangMetadata: hangMetadata, failGroups: failGroups, upstream: upstream, service: service,
                 names: names)
         }
 
-        static func yaml(upstream: String, names: Names, heartbeat: String) -> String {
+        static func yaml(upstream: String, names: Names, heartbeat: String, maxSubscribers: Int = 10_000) -> String {
             """
             server:
               corsOrigins: [https://app.example]
             sse:
               heartbeat: \(heartbeat)
               retry: 1500ms
+              maxSubscribers: \(maxSubscribers)
             upstreams:
               tasks: {url: "\(upstream)", timeout: 10s, retries: 0}
               media: {url: "\(upstream)", timeout: 10s, retries: 0}
@@ -254,6 +256,22 @@ struct EventsStreamTests {
         } catch {
             #expect(error.description.contains("the name events is reserved"))
         }
+    }
+
+    @Test("each resource of a stream counts against sse.maxSubscribers: one that would pass it is 503, nothing subscribed")
+    func subscriberLimit() async throws {
+        let world = try await World.start(maxSubscribers: 3)
+        let stream = try await world.events("resource=groups&resource=rows")
+        _ = try await Self.announcements(stream, 2)
+        let refused = try await world.service.get("/events?resource=groups&resource=search", headers: [("Accept", "text/event-stream")])
+        #expect(refused.status == 503)
+        #expect(refused.error?.code == "too_many_subscribers")
+        #expect(refused.header("Retry-After") == "5")
+        let third = try await world.events("resource=search")
+        #expect(try await Self.announcements(third, 1)[0].resource == "search", "one more fits")
+        third.close()
+        stream.close()
+        await world.stop()
     }
 
     @Test("Accept: none, */* and text/* get the stream; HEAD gets its headers and no body")
