@@ -34,7 +34,7 @@ struct EventsStreamTests {
 
         static func start(
             names: Names = Names(), groups count: Int = 3, nameLength: Int = 0, heartbeat: String = "15s",
-            directory: StreamDirectory = StreamDirectory()
+            maxSubscribers: Int = 10_000, directory: StreamDirectory = StreamDirectory()
         ) async throws -> World {
             var data = TaskGroupsFixture(count: count)
             if nameLength > 0 {
@@ -50,19 +50,21 @@ struct EventsStreamTests {
                 return groups.value.reply(to: request) ?? media.value.reply(to: request) ?? SearchFixture.reply(to: request)
                     ?? .json("{}", status: 404)
             }
-            let service = try await ServiceHarness(yaml: yaml(upstream: upstream.baseURL, names: names, heartbeat: heartbeat), directory: directory)
+            let service = try await ServiceHarness(
+                yaml: yaml(upstream: upstream.baseURL, names: names, heartbeat: heartbeat, maxSubscribers: maxSubscribers), directory: directory)
             return World(
                 groups: groups, media: media, hangMetadata: hangMetadata, failGroups: failGroups, upstream: upstream, service: service,
                 names: names)
         }
 
-        static func yaml(upstream: String, names: Names, heartbeat: String) -> String {
+        static func yaml(upstream: String, names: Names, heartbeat: String, maxSubscribers: Int = 10_000) -> String {
             """
             server:
               corsOrigins: [https://app.example]
             sse:
               heartbeat: \(heartbeat)
               retry: 1500ms
+              maxSubscribers: \(maxSubscribers)
             upstreams:
               tasks: {url: "\(upstream)", timeout: 10s, retries: 0}
               media: {url: "\(upstream)", timeout: 10s, retries: 0}
@@ -265,6 +267,22 @@ struct EventsStreamTests {
         }
     }
 
+    @Test("each resource of a stream counts against sse.maxSubscribers: one that would pass it is 503, nothing subscribed")
+    func subscriberLimit() async throws {
+        let world = try await World.start(maxSubscribers: 3)
+        let stream = try await world.events("resource=groups&resource=rows")
+        _ = try await Self.announcements(stream, 2)
+        let refused = try await world.service.get("/events?resource=groups&resource=search", headers: [("Accept", "text/event-stream")])
+        #expect(refused.status == 503)
+        #expect(refused.error?.code == "too_many_subscribers")
+        #expect(refused.header("Retry-After") == "5")
+        let third = try await world.events("resource=search")
+        #expect(try await Self.announcements(third, 1)[0].resource == "search", "one more fits")
+        third.close()
+        stream.close()
+        await world.stop()
+    }
+
     @Test("Accept: none, */* and text/* get the stream; HEAD gets its headers and no body")
     func acceptAndHead() async throws {
         let world = try await World.start()
@@ -333,6 +351,29 @@ struct EventsStreamTests {
         #expect(try await single.next(type: "snapshot").id == last.version(of: "groups"))
         single.close()
         stream.close()
+        await world.stop()
+    }
+
+    @Test("clients with the same versions get the same events (formatted once, sent whole from the second client on)")
+    func sameEventsForEveryone() async throws {
+        let world = try await World.start()
+        var streams: [SSEClient] = []
+        for _ in 0..<3 {
+            let stream = try await world.events("resource=groups&resource=rows")
+            _ = try await Self.announcements(stream, 2)
+            for _ in 0..<2 { _ = try await stream.next(type: "snapshot") }
+            streams.append(stream)
+        }
+        world.groups.update { $0.groups[1].taskCount = 99 }
+        try await world.reloadGroupsAndWait()
+        var events: [ServerSentEvent] = []
+        for stream in streams { events.append(try await stream.next()) }
+        let first = try TaggedSnapshot(events[0])
+        #expect(first.resource == "groups")
+        #expect(first.document == world.groups.value.mergedJSON)
+        #expect(first.versions.map(\.resource) == ["groups", "rows"])
+        #expect(events.allSatisfy { $0 == events[0] })
+        for stream in streams { stream.close() }
         await world.stop()
     }
 

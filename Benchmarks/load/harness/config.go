@@ -24,6 +24,7 @@ type Config struct {
 	RefreshInterval string // resources.groups.refreshInterval
 	OnItemFailure   string // resources.groups.onItemFailure
 	Rows            bool   // also resources.rows (kind: pages, on the media upstream)
+	MediaMaxQueue   int    // upstreams.media.maxQueue (all three share one origin: the largest applies)
 }
 
 // WriteConfig writes the configuration to dir/tributary.yaml and returns that path.
@@ -55,6 +56,7 @@ func WriteConfig(dir string, c Config) (string, error) {
 	line("    poolSize: 64")
 	line("  media:")
 	line("    url: %s", c.UpstreamURL)
+	optional("    ", "maxQueue", c.MediaMaxQueue)
 	line("  search:")
 	line("    url: %s", c.UpstreamURL)
 	line("resources:")

@@ -42,6 +42,7 @@ type Subscriber struct {
 	Port      int    // the service's port it is connected to
 	Path      string // what it asked for, e.g. /groups or /events?resource=groups&resource=rows
 	wanted    int    // snapshots that make it ready: one per resource its stream carries
+	LastError string // the data of the last error event (a refresh failed), if any
 }
 
 // SSEClients is the whole set of subscribers and their epoll loop; use it from one goroutine.
@@ -52,7 +53,10 @@ type SSEClients struct {
 	Subs           []*Subscriber
 	byFD           map[int]*Subscriber
 	Next           int // next subscriber to connect
-	inFlight       int // connects not yet answered with headers
+	// Subscribers connecting: not yet ready (headers and a first snapshot of each resource in)
+	// nor failed. A subscriber's first snapshot may cost the service upstream calls (a /rows
+	// view of its own): bounding these bounds that work too, not only the connects.
+	inFlight int
 	maxConn        int // connects in flight at once
 	Lost           int // subscribers whose stream ended or failed
 	events         []syscall.EpollEvent
@@ -60,6 +64,7 @@ type SSEClients struct {
 	Target         int64 // the version an update round waits for
 	Reached        int   // live subscribers whose last snapshot shows Target
 	FirstSnapshots int   // subscribers with a first snapshot of every resource their stream carries
+	Errors         int   // error events received (a refresh of a stream's resource failed)
 	// Whether the client keeps up: epoll_wait calls, events they returned, and how many
 	// returned a full batch (events were waiting: the client was behind).
 	Waits, WaitEvents, FullBatches int
@@ -67,7 +72,7 @@ type SSEClients struct {
 
 // NewSSEClients prepares `count` subscribers, the i-th of paths[i % len(paths)] (e.g.
 // /groups, or /events?resource=groups&resource=rows) on ports[i % len(ports)] of 127.0.0.1,
-// with at most maxConnecting connects in flight; Run connects them.
+// with at most maxConnecting of them connecting at once (until ready); Run connects them.
 func NewSSEClients(ports []int, paths []string, count, maxConnecting int) (*SSEClients, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
@@ -170,7 +175,7 @@ func (c *SSEClients) fail(s *Subscriber, why string) {
 	if s.State == StClosed {
 		return
 	}
-	if s.State == StConnecting || s.State == stHeaders {
+	if s.Snapshots < s.wanted {
 		c.inFlight--
 	}
 	s.State = StClosed
@@ -234,7 +239,6 @@ func (c *SSEClients) parse(s *Subscriber, now time.Time) {
 				c.fail(s, fmt.Sprintf("status %d", s.status))
 				return
 			}
-			c.inFlight--
 			if bytes.Contains(bytes.ToLower(head), []byte("transfer-encoding: chunked")) {
 				s.State = stChunkSize
 			} else {
@@ -300,6 +304,13 @@ func (c *SSEClients) feed(s *Subscriber, text []byte, now time.Time) {
 		}
 		event := s.events[start : start+end]
 		start += end + 2
+		if bytes.HasPrefix(event, []byte("event: error\n")) {
+			c.Errors++
+			if at := bytes.Index(event, []byte("data: ")); at >= 0 {
+				s.LastError = string(event[at+6:])
+			}
+			continue
+		}
 		if !bytes.HasPrefix(event, []byte("event: snapshot\n")) {
 			continue
 		}
@@ -315,6 +326,7 @@ func (c *SSEClients) feed(s *Subscriber, text []byte, now time.Time) {
 		s.Snapshots++
 		if s.Snapshots == s.wanted {
 			c.FirstSnapshots++
+			c.inFlight--
 		}
 		if version < 0 {
 			continue

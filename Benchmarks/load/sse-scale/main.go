@@ -64,7 +64,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs, each with a fresh service")
 	updates := flag.Int("updates", 5, "updates timed per run")
 	groups := flag.Int("groups", 10, "groups in the upstream's list (snapshot size ≈ 100 B per group)")
-	connecting := flag.Int("connecting", 256, "connects in flight at once")
+	connecting := flag.Int("connecting", 256, "subscribers connecting at once (until they have their first snapshots)")
 	keep := flag.Bool("keep", false, "keep the work directory (config, service log)")
 	workers := flag.Int("workers", 1, "the service's workers (TRIBUTARY_WORKERS); the goal is for one")
 	defaultLimits := flag.Bool("default-limits", false, "leave server.maxConnections and sse.maxSubscribers at their defaults (12,000 and 10,000)")
@@ -184,7 +184,8 @@ func measure(s *harness.Service, up *upstream, shape layout, count, updates, con
 		return result, err
 	}
 	if !ok {
-		return result, fmt.Errorf("only %d of %d streams had their snapshots after 180 s (%d lost)", c.FirstSnapshots, connections, c.Lost)
+		return result, fmt.Errorf("only %d of %d streams had their snapshots after 180 s (%d lost, %d error events, e.g. %s)",
+			c.FirstSnapshots, connections, c.Lost, c.Errors, lastError(c))
 	}
 	result.connectTime = time.Since(started)
 	if c.Lost > 0 {
@@ -295,6 +296,16 @@ func startProfile(pid int) func() {
 		cmd.Process.Signal(syscall.SIGINT)
 		cmd.Wait()
 	}
+}
+
+// lastError is the data of an error event some subscriber received last, if any.
+func lastError(c *harness.SSEClients) string {
+	for _, s := range c.Subs {
+		if s != nil && s.LastError != "" {
+			return s.LastError
+		}
+	}
+	return "none"
 }
 
 func firstFailure(c *harness.SSEClients) string {

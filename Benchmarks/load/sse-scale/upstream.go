@@ -61,7 +61,10 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // resource) on upstream `url`, limits high enough for `connections` connections carrying
 // `streams` live streams (the defaults with defaultLimits), and no interval refresh
 // (updates come only from POST /groups/reload), so every snapshot a client sees is one we
-// caused.
+// caused. With rows, every subscriber's rows are a pipeline of its own that makes three
+// upstream calls as it starts; subscribers connect faster than 64 connections answer them,
+// so the queue for an upstream connection is made long enough for all of them (the default
+// of 10,000 would answer some 503 upstream_saturated: this tool measures streams, not that).
 func writeConfig(dir, url string, connections, streams int, rows, defaultLimits bool) (string, error) {
 	maxConnections, maxSubscribers := connections+1000, streams+1000
 	if defaultLimits {
@@ -70,6 +73,13 @@ func writeConfig(dir, url string, connections, streams int, rows, defaultLimits 
 	}
 	return harness.WriteConfig(dir, harness.Config{
 		Tool: "sse-scale", UpstreamURL: url, MaxConnections: maxConnections, MaxSubscribers: maxSubscribers,
-		Timeout: "5s", RefreshInterval: "1h", Rows: rows,
+		Timeout: "5s", RefreshInterval: "1h", Rows: rows, MediaMaxQueue: mediaQueue(rows, streams),
 	})
+}
+
+func mediaQueue(rows bool, streams int) int {
+	if !rows {
+		return 0
+	}
+	return 3*streams + 1000
 }

@@ -56,19 +56,14 @@ extension ServerRequest {
         sendChunk(raw, from: buffer)
     }
 
-    /// Writes `head`, copied, then `shared`, as two chunks in one write: an event whose first
-    /// lines are this stream's own (its `id:`, say) and whose body is the same for many
-    /// streams. The connection then holds one small buffer of its own and a reference, never
-    /// a copy of the shared body.
-    public func write(_ head: [UInt8], then shared: SharedBytes) {
-        guard state == .streaming, let raw, let server, !head.isEmpty || shared.count > 0 else { return }
+    /// Writes two chunks of shared bytes in one write: an event whose head (its `id:`, say)
+    /// is shared by the streams whose clients have the same versions, and whose body by every
+    /// stream that sends that document. The connection holds two references, no copy.
+    public func write(_ head: SharedBytes, then body: SharedBytes) {
+        guard state == .streaming, let raw, let server, head.count + body.count > 0 else { return }
         let buffer = server.scratchBuffer
-        if !head.isEmpty {
-            if framesChunks { EventBuffer.append(ChunkFraming.sizeLine(head.count), to: buffer) }
-            EventBuffer.append(head, to: buffer)
-            if framesChunks { EventBuffer.append(ChunkFraming.end, to: buffer) }
-        }
-        if shared.count > 0 { shared.append(to: buffer, framedAsChunk: framesChunks) }
+        if head.count > 0 { head.append(to: buffer, framedAsChunk: framesChunks) }
+        if body.count > 0 { body.append(to: buffer, framedAsChunk: framesChunks) }
         sendChunk(raw, from: buffer)
     }
 }

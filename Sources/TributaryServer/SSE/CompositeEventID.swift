@@ -9,7 +9,15 @@
 /// ```
 enum CompositeEventID {
     static func format(_ versions: [(resource: String, version: String)]) -> String {
-        versions.map { "\($0.resource):\($0.version)" }.joined(separator: ",")
+        var id = ""
+        id.reserveCapacity(versions.reduce(0) { $0 + $1.resource.utf8.count + $1.version.utf8.count + 2 })
+        for (index, entry) in versions.enumerated() {
+            if index > 0 { id += "," }
+            id += entry.resource
+            id += ":"
+            id += entry.version
+        }
+        return id
     }
 
     /// The version of each resource named in `text`. What does not have the shape of an entry

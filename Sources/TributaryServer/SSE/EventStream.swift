@@ -89,10 +89,11 @@ final class EventStream {
         case .single:
             request.write(frames.snapshotFrame(snapshot))
         case .multiplexed:
-            // The id is this client's own; the body, every client's of that version and inputs.
             let id = CompositeEventID.format(feeds.compactMap { feed in feed.sentVersion.map { (resource: feed.resource, version: $0) } })
-            request.write(EventStreamFormat.head("snapshot", id: id),
-                          then: frames.taggedSnapshotBody(snapshot, of: feed.resource, answering: inputs))
+            switch frames.taggedSnapshot(snapshot, of: feed.resource, answering: inputs, id: id) {
+            case .whole(let event): request.write(event)
+            case .parts(let head, let body): request.write(head, then: body)
+            }
         }
     }
 
