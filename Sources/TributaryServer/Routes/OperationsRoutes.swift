@@ -9,9 +9,13 @@ struct OperationsRoutes {
     let openAPIDocument: [UInt8]
 
     func register(in router: inout Router<Route>) {
-        router.add(.get, "/healthz") { request in request.respond(status: 200, json: #"{"status":"ok"}"#) }
+        // Liveness and metrics are of one moment: no cache may answer them later.
+        router.add(.get, "/healthz") { request in
+            request.respond(status: 200, json: #"{"status":"ok"}"#, headers: [("Cache-Control", "no-store")])
+        }
         router.add(.get, "/metrics") { request in
-            request.respond(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+            request.respond(status: 200,
+                            headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")],
                             body: MetricsExport.registry.emitToBuffer())
         }
         router.add(.get, "/") { request in
