@@ -155,6 +155,12 @@ public final class ServerRequest {
         server?.completed(self)
     }
 
+    /// `body` compressed as gzip, for an answer sent `Content-Encoding: gzip`, with the
+    /// server's own ``Gzip`` stream.
+    public func gzipped(_ body: [UInt8]) -> [UInt8] {
+        (server?.gzip ?? Gzip()).compress(body)
+    }
+
     /// Answers with a UTF-8 text body.
     public func respond(status: Int, headers: [(String, String)] = [], text: String) {
         respond(status: status, headers: headers, body: text.utf8)

@@ -50,7 +50,7 @@ extension ServerRequest {
         }
         if gzip {
             respond(status: 200, headers: headers + [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
-                    body: Gzip.compress(snapshot.json))
+                    body: gzipped(snapshot.json))
         } else {
             respond(status: 200, headers: headers + [("Content-Type", "application/json")], body: snapshot.json)
         }
