@@ -151,6 +151,19 @@ struct HTTPSemanticsTests {
         await world.stop()
     }
 
+    @Test("/openapi.json has a validator and gzip too: API explorers fetch it again and again")
+    func openAPIDocument() async throws {
+        let world = try await World.start(groups: 2)
+        let plain = try await world.service.get("/openapi.json")
+        #expect(plain.status == 200 && plain.header("Cache-Control") == "no-cache")
+        let tag = try #require(plain.header("ETag"))
+        #expect(try await world.service.get("/openapi.json", headers: [("If-None-Match", tag)]).status == 304)
+        let compressed = try await world.service.get("/openapi.json", headers: [("Accept-Encoding", "gzip")])
+        #expect(compressed.header("Content-Encoding") == "gzip")
+        #expect(Self.gunzip(compressed.body) == plain.body)
+        await world.stop()
+    }
+
     // MARK: - gzip
 
     @Test("a JSON body of 1 KiB or more is gzipped for a client that accepts it, and inflates to exactly the plain body")
