@@ -33,9 +33,10 @@
 FROM swift:6.3.1-bookworm AS build
 
 # libevent and OpenSSL headers for the CLibevent system library target, hiredis (and its
-# libevent adapter header) for CHiredis: the fleet speaks to Redis with it.
+# libevent adapter header) for CHiredis: the fleet speaks to Redis with it; zlib's for CZlib
+# (gzip answers).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libevent-dev libssl-dev libhiredis-dev \
+ && apt-get install -y --no-install-recommends libevent-dev libssl-dev libhiredis-dev zlib1g-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -59,7 +60,7 @@ RUN swift build -c release --static-swift-stdlib --product tributary
 FROM debian:bookworm-slim AS runtime
 
 # Exactly the packages that provide what `ldd tributary` lists beyond the base image (glibc,
-# libstdc++6 and libgcc-s1 are in it already; libevent_core comes through libevent_pthreads and
+# libstdc++6, libgcc-s1 and zlib1g are in it already; libevent_core comes through libevent_pthreads and
 # libevent_openssl; libhiredis for the fleet's Redis), plus the CA certificates HTTPS
 # upstreams are verified against.
 # scripts/check-runtime-image fails when this list and ldd disagree, either way.

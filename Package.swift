@@ -33,12 +33,14 @@ let package = Package(
             pkgConfig: "libevent",
             providers: [.apt(["libevent-dev", "libssl-dev"])]
         ),
+        /// zlib, for gzip answers (`Gzip`).
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         /// The fields of evhttp's request struct that libevent 2.1 has no call for (chunk framing, HTTP version, body parsing state).
         .target(name: "CEvhttpRequestFields"),
         .target(
             name: "Libevent",
             dependencies: [
-                "CLibevent", "CEvhttpRequestFields",
+                "CLibevent", "CEvhttpRequestFields", "CZlib",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings
@@ -160,6 +162,8 @@ let package = Package(
             name: "TributaryServerTests",
             dependencies: [
                 "TributaryServer", "Aggregation", "Libevent", "Redis", "TributaryTesting",
+                // Gzip answers inflated with zlib itself (HTTPSemanticsTests).
+                "CZlib",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 // deploy/compose.yaml read as Docker Compose reads it (DeployFilesTests).
                 .product(name: "Yams", package: "Yams"),

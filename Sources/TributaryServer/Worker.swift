@@ -154,7 +154,7 @@ public final class Worker {
         EventsRoutes(views: liveViews, streams: streams).register(in: &router)
         if firstWorkerShares == nil { shares = Shares(live: owned, cluster: clusterLink) }
         StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
-        OperationsRoutes(openAPIDocument: OpenAPIDocument(configuration).json.serialized).register(in: &router)
+        OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
     }
 
     private func makeUpstreams() -> [String: Upstream] {

@@ -73,6 +73,8 @@ public final class HTTPServer {
     let http: OpaquePointer
     /// Chunks on their way into a connection's output (evhttp moves, never keeps, them).
     let scratchBuffer: OpaquePointer
+    /// The deflate stream of this server's gzip answers, made on first use.
+    private(set) lazy var gzip = Gzip()
     /// The listening sockets, as evhttp knows them.
     private var boundSockets: [OpaquePointer] = []
     /// Connections attached to their `evhttp_connection`, by it.

@@ -155,6 +155,12 @@ public final class ServerRequest {
         server?.completed(self)
     }
 
+    /// `body` compressed as gzip, for an answer sent `Content-Encoding: gzip`, with the
+    /// server's own ``Gzip`` stream.
+    public func gzipped(_ body: [UInt8]) -> [UInt8] {
+        (server?.gzip ?? Gzip()).compress(body)
+    }
+
     /// Answers with a UTF-8 text body.
     public func respond(status: Int, headers: [(String, String)] = [], text: String) {
         respond(status: status, headers: headers, body: text.utf8)
@@ -165,16 +171,34 @@ public final class ServerRequest {
         respond(status: status, headers: [("Content-Type", "application/json")] + headers, body: json.utf8)
     }
 
-    /// Answers with the error's JSON document and status.
+    /// Answers with the error's JSON document and status, `Cache-Control: no-store`: an error
+    /// says how things were at one moment, and no cache should answer it again later.
     public func respond(_ error: HTTPError, headers: [(String, String)] = []) {
-        respond(status: error.status, json: error.json, headers: headers)
+        respond(status: error.status, json: error.json, headers: [("Cache-Control", "no-store")] + headers)
     }
 
+    /// Answers `304 Not Modified` (RFC 9110 §15.4.5): the `headers` the full answer would have
+    /// carried that describe it (`ETag`, `Vary`, `Cache-Control`), no body and, for `GET` and
+    /// `HEAD` alike, no `Content-Length`.
+    public func respondNotModified(headers: [(String, String)]) {
+        answer(status: 304, headers: headers, body: [UInt8](), headLength: nil)
+    }
+
+    /// Sets `headers` on the answer: ``responseHeaders`` first, then `headers`, a later value
+    /// replacing an earlier one of the same name, except `Vary`, a list whose values add up
+    /// (CORS varies on `Origin`, a resource on `Accept`, its JSON on `Accept-Encoding`).
     func addHeaders(_ headers: [(String, String)], to raw: OpaquePointer) {
         guard !headers.isEmpty || !responseHeaders.isEmpty else { return }
         let output = evhttp_request_get_output_headers(raw)
         for list in [responseHeaders, headers] {
             for (name, value) in list {
+                var value = value
+                if name.lowercased() == "vary", let existing = evhttp_find_header(output, name).map({ String(cString: $0) }) {
+                    let names = existing.split(separator: ",").map { String($0.filter { $0 != " " && $0 != "\t" }) }
+                    let added = value.split(separator: ",").map { String($0.filter { $0 != " " && $0 != "\t" }) }
+                        .filter { name in !names.contains { $0.lowercased() == name.lowercased() } }
+                    value = (names + added).joined(separator: ", ")
+                }
                 evhttp_remove_header(output, name)
                 evhttp_add_header(output, name, value)
             }

@@ -40,6 +40,10 @@ extension OpenAPIDocument {
             name: "Last-Event-ID", location: .header,
             description: "An event stream reconnecting: the version of the snapshot the client has, which is then not sent again.",
             schema: .object([("type", .string("string"))])))
+        parameters.append(OpenAPI.Parameter(
+            name: "If-None-Match", location: .header,
+            description: "JSON: the `ETag` of a document the client has (a list, `W/` tags and `*` too); 304 when it is still current.",
+            schema: .object([("type", .string("string"))])))
         let control = [("triggers", triggers), ("inputs", inputs)].map { kind, names in
             "\(kind): " + (names.isEmpty ? "none" : names.map { "`\($0)`" }.joined(separator: ", "))
         }
@@ -55,7 +59,7 @@ extension OpenAPIDocument {
             parameters: parameters,
             answers: [OpenAPI.Answer(status: 200, description: "The document, or its live stream.", content: [
                 ("application/json", document), ("text/event-stream", events),
-            ])],
+            ]), OpenAPI.Answer(status: 304, description: "The JSON document `If-None-Match` names is still current: no body.", content: [])],
             errors: errors + [
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "an event stream asked for at `sse.maxSubscribers` streams"),
             ])

@@ -143,7 +143,10 @@ enum IndexPage {
           const more = document.createElement("button");
           more.textContent = "more";
           more.addEventListener("click", () => {
-            fetch(`/streams/${streams.rows}/triggers/loadMore?topic=${encodeURIComponent(row.topic.id)}`, { method: "POST" });
+            // The answer read to its end: an unread body holds its connection (control
+            // answers are no-store, so no cache reads it either), and a page has six.
+            fetch(`/streams/${streams.rows}/triggers/loadMore?topic=${encodeURIComponent(row.topic.id)}`, { method: "POST" })
+              .then((answer) => answer.text()).catch(() => {});
           });
           medias.append(more);
           if (row.error) {
@@ -184,10 +187,12 @@ enum IndexPage {
         this.sending = true;
         fetch(`/streams/${stream}/inputs/q`, { method: "PUT", body: value })
           .then(async (answer) => {
+            // Read whole, whatever it says: an unread body holds its connection.
+            const body = await answer.text();
             // 404: the stream went with its connection; the next one's announcement resends.
             if (answer.status === 404) return;
             this.held = value;
-            $("search-error").textContent = answer.ok ? "" : (await answer.json()).error.message;
+            $("search-error").textContent = answer.ok ? "" : JSON.parse(body).error.message;
           }, () => {})  // the connection is lost as well: the same
           .finally(() => {
             this.sending = false;

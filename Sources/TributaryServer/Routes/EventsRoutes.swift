@@ -19,6 +19,8 @@ struct EventsRoutes {
     func register(in router: inout Router<Route>) {
         let known = Set(views.keys)
         router.add(.get, "/events") { request in
+            // What it answers depends on Accept too: the stream, or 406.
+            request.servesResource()
             let query: EventsQuery
             do throws(HTTPError) {
                 query = try EventsQuery(QueryString.pairs(request.query ?? ""), known: known)

@@ -34,6 +34,7 @@ struct ListResourceRoutes {
 
     func register(in router: inout Router<Route>) {
         router.add(.get, "/\(resource.name)") { request in
+            request.servesResource()
             if request.acceptsEventStream {
                 streams.open(request, resource: resource.name, views: liveViews)
             } else {
@@ -43,7 +44,8 @@ struct ListResourceRoutes {
         router.add(.post, "/\(resource.name)/reload") { request in
             guard admin.authorize(request) else { return }
             live.reload()
-            request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#)
+            request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#,
+                            headers: [("Cache-Control", "no-store")])
         }
     }
 }

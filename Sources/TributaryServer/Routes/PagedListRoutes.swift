@@ -23,6 +23,7 @@ struct PagedListRoutes {
 
     func register(in router: inout Router<Route>) {
         router.add(.get, "/\(resource.name)") { request in
+            request.servesResource()
             if request.acceptsEventStream {
                 streams.open(request, resource: resource.name, views: liveViews)
             } else {
@@ -39,7 +40,8 @@ struct PagedListRoutes {
                     listing.loop.execute { listing.hub?.activate("reload", onEveryStreamOf: name) }
                 }
             }
-            request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#)
+            request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#,
+                            headers: [("Cache-Control", "no-store")])
         }
     }
 }

@@ -24,6 +24,7 @@ struct SearchRoutes {
 
     func register(in router: inout Router<Route>) {
         router.add(.get, "/\(resource.name)") { request in
+            request.servesResource()
             if request.acceptsEventStream { return streams.open(request, resource: resource.name, views: liveViews) }
             switch query(in: request.queryParameters) {
             case .success(let query): request.answer(with: resource.results(for: query))

@@ -8,6 +8,13 @@ extension ServerRequest {
         header("Accept")?.contains("text/event-stream") == true
     }
 
+    /// Marks the request as one for a resource URL, which answers JSON or a stream by `Accept`:
+    /// every answer it gets, errors included, says `Vary: Accept`, so a shared cache never
+    /// hands an `EventSource` a JSON body or the reverse.
+    func servesResource() {
+        responseHeaders.append(("Vary", "Accept"))
+    }
+
     /// Answers with the document `pipeline` produces (200), or its error (502/503/504; a 503
     /// says when to try again). A client that disconnects first cancels the pipeline, and
     /// with it every upstream call in flight.
@@ -18,9 +25,35 @@ extension ServerRequest {
                 respond(error.httpError, headers: error.status == 503 ? [("Retry-After", "1")] : [])
             },
             receiveValue: { [self] document in
-                respond(status: 200, headers: [("Content-Type", "application/json")], body: document.serialized)
+                respond(with: Snapshot(document))
             })
         onDisconnect = { subscription.cancel() }
+    }
+
+    /// Answers 200 with `snapshot` as JSON, as a cache can keep it and ask again cheaply:
+    ///
+    /// - `ETag: "<version>"`, the id an event stream gives the same document, and
+    ///   `Cache-Control: no-cache` (a cache must ask before reusing it: the data is live);
+    /// - `304 Not Modified` without a body when `If-None-Match` holds that tag (or `*`);
+    /// - gzip when the client accepts it and the body is ``Gzip/minimumBodySize`` or more, the
+    ///   tag then weak, `W/"<version>"` (the same document, other bytes: RFC 9110 §8.8.1);
+    /// - `Vary: Accept-Encoding` on either, added to the resource's `Vary: Accept`.
+    func respond(with snapshot: Snapshot) {
+        let gzip = snapshot.json.count >= Gzip.minimumBodySize && QualityList.allowsGzip(header("Accept-Encoding"))
+        let headers = [
+            ("ETag", gzip ? EntityTag.weak(snapshot.version) : EntityTag.strong(snapshot.version)),
+            ("Cache-Control", "no-cache"),
+            ("Vary", "Accept-Encoding"),
+        ]
+        if let condition = header("If-None-Match"), EntityTag.ifNoneMatch(condition, matches: snapshot.version) {
+            return respondNotModified(headers: headers)
+        }
+        if gzip {
+            respond(status: 200, headers: headers + [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+                    body: gzipped(snapshot.json))
+        } else {
+            respond(status: 200, headers: headers + [("Content-Type", "application/json")], body: snapshot.json)
+        }
     }
 }
 
@@ -30,13 +63,8 @@ extension ServerRequest {
     /// answers nothing else; ``acceptsEventStream`` chooses between JSON and a stream.
     var admitsEventStream: Bool {
         guard let accept = header("Accept") else { return true }
-        return accept.split(separator: ",").contains { range in
-            let parts = range.split(separator: ";").map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
-            guard let type = parts.first, ["text/event-stream", "text/*", "*/*"].contains(type) else { return false }
-            let refused = parts.dropFirst().contains { parameter in
-                parameter.hasPrefix("q=") && Double(parameter.dropFirst(2)) == 0
-            }
-            return !refused
+        return QualityList.entries(accept).contains { entry in
+            ["text/event-stream", "text/*", "*/*"].contains(entry.value) && entry.quality != 0
         }
     }
 }

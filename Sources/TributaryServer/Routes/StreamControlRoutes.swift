@@ -45,7 +45,8 @@ struct StreamControlRoutes {
             let request = waiting.value
             switch outcome {
             case .success:
-                request.respond(status: 202, json: #"{"stream":""# + JSONText.escaped(text) + #"","accepted":""# + JSONText.escaped(control.name) + #""}"#)
+                request.respond(status: 202, json: #"{"stream":""# + JSONText.escaped(text) + #"","accepted":""# + JSONText.escaped(control.name) + #""}"#,
+                                headers: [("Cache-Control", "no-store")])
             case .failure(let error):
                 request.respond(error)
             }
