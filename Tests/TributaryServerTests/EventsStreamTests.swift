@@ -134,6 +134,19 @@ struct EventsStreamTests {
             return true
         }
 
+        /// Waits (≤ 5 s) until the service has let go of every stream and pipeline, after a
+        /// client closed its stream: only `/metrics` tells, so this asks every 50 ms. A stream
+        /// opened before then joins the pipeline still running and gets its latest snapshot at
+        /// once, with no new fetch.
+        func untilNothingSubscribed() async throws -> Bool {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < deadline {
+                if try await nothingSubscribed() { return true }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return false
+        }
+
         func stop() async {
             await service.stop()
             await upstream.shutdown()
@@ -386,6 +399,7 @@ struct EventsStreamTests {
         for _ in 0..<2 { lastID = try await first.next(type: "snapshot").id }
         let resumeFrom = try #require(lastID)
         first.close()
+        #expect(try await world.untilNothingSubscribed())
 
         // Nothing changed: the reconnect sends no document (once the groups and the rows are
         // fetched again, the first snapshot is the one a change causes).
@@ -405,6 +419,7 @@ struct EventsStreamTests {
         #expect(loaded.resource == "rows")
         #expect(loaded.document == world.media.value.rowsJSON(loaded: ["a": 2]))
         unchanged.close()
+        #expect(try await world.untilNothingSubscribed())
 
         // The groups changed while the client was away: only they are sent again.
         world.groups.update { $0.groups[1].taskCount = 777 }
