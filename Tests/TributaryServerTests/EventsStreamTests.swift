@@ -392,8 +392,9 @@ struct EventsStreamTests {
 
     @Test("a reconnect with Last-Event-ID gets only the documents that changed; the id keeps the others' versions")
     func lastEventIDSkipsUnchanged() async throws {
-        let world = try await World.start()
-        let first = try await world.events("resource=groups&resource=rows")
+        // Its own resource names: /metrics is the process's, and untilNothingSubscribed reads it.
+        let world = try await World.start(names: .prefixed("resumed"))
+        let first = try await world.events("resource=resumedgroups&resource=resumedrows")
         _ = try await Self.announcements(first, 2)
         var lastID: String?
         for _ in 0..<2 { lastID = try await first.next(type: "snapshot").id }
@@ -404,19 +405,19 @@ struct EventsStreamTests {
         // Nothing changed: the reconnect sends no document (once the groups and the rows are
         // fetched again, the first snapshot is the one a change causes).
         var before = world.upstream.requests.count
-        let unchanged = try await world.events("resource=groups&resource=rows", headers: [("Last-Event-ID", resumeFrom)])
+        let unchanged = try await world.events("resource=resumedgroups&resource=resumedrows", headers: [("Last-Event-ID", resumeFrom)])
         let rowsID = try await Self.announcements(unchanged, 2)[1].id
         #expect(await world.fetchedAgain(since: before))
         world.groups.update { $0.groups[0].taskCount = 4242 }
         try await world.reloadGroupsAndWait()
         let changed = try TaggedSnapshot(try await unchanged.next())
-        #expect(changed.resource == "groups")
+        #expect(changed.resource == "resumedgroups")
         #expect(changed.document == world.groups.value.mergedJSON)
-        let rowsVersion = TaggedSnapshot.versions(in: resumeFrom)["rows"]
-        #expect(changed.version(of: "rows") == rowsVersion, "the client still has the rows it had")
+        let rowsVersion = TaggedSnapshot.versions(in: resumeFrom)["resumedrows"]
+        #expect(changed.version(of: "resumedrows") == rowsVersion, "the client still has the rows it had")
         #expect(try await TestHTTP.request(port: world.service.port, "POST", "/streams/\(rowsID)/triggers/loadMore?topic=a").status == 202)
         let loaded = try TaggedSnapshot(try await unchanged.next())
-        #expect(loaded.resource == "rows")
+        #expect(loaded.resource == "resumedrows")
         #expect(loaded.document == world.media.value.rowsJSON(loaded: ["a": 2]))
         unchanged.close()
         #expect(try await world.untilNothingSubscribed())
@@ -424,18 +425,18 @@ struct EventsStreamTests {
         // The groups changed while the client was away: only they are sent again.
         world.groups.update { $0.groups[1].taskCount = 777 }
         before = world.upstream.requests.count
-        let resumed = try await world.events("resource=groups&resource=rows", headers: [("Last-Event-ID", resumeFrom)])
+        let resumed = try await world.events("resource=resumedgroups&resource=resumedrows", headers: [("Last-Event-ID", resumeFrom)])
         let ids = try await Self.announcements(resumed, 2)
         #expect(await world.fetchedAgain(since: before))
         let groups = try TaggedSnapshot(try await resumed.next())
-        #expect(groups.resource == "groups")
+        #expect(groups.resource == "resumedgroups")
         #expect(groups.document == world.groups.value.mergedJSON)
-        #expect(groups.version(of: "rows") == rowsVersion)
+        #expect(groups.version(of: "resumedrows") == rowsVersion)
         #expect(try await TestHTTP.request(port: world.service.port, "POST", "/streams/\(ids[1].id)/triggers/loadMore?topic=b").status == 202)
         let rows = try TaggedSnapshot(try await resumed.next())
-        #expect(rows.resource == "rows", "the unchanged rows were not sent again")
+        #expect(rows.resource == "resumedrows", "the unchanged rows were not sent again")
         #expect(rows.document == world.media.value.rowsJSON(loaded: ["b": 2]))
-        #expect(rows.version(of: "groups") == groups.version(of: "groups"))
+        #expect(rows.version(of: "resumedgroups") == groups.version(of: "resumedgroups"))
         resumed.close()
         await world.stop()
     }
