@@ -74,6 +74,25 @@ struct EventsInputsTests {
         await world.stop()
     }
 
+    @Test("clients whose queries find the same document each see their own query named, though their events' ids are the same")
+    func sameDocumentOtherQueries() async throws {
+        let world = try await World.start()
+        // "swift-n" and "swift-ni" find the same document, so every client's id is the same
+        // `search:<version>`: an event the worker keeps whole for the next client with that id
+        // must be kept per query too, or the third client would be told it sees "swift-ni".
+        var streams: [SSEClient] = []
+        for query in ["swift-n", "swift-ni", "swift-n", "swift-ni"] {
+            let stream = try await world.service.events("/events?resource=search&search.q=\(query)")
+            _ = try await EventsStreamTests.announcements(stream, 1)
+            let snapshot = try TaggedSnapshot(try await stream.next())
+            #expect(snapshot.inputs == ["q": query])
+            #expect(snapshot.document == SearchFixture.itemsJSON(for: "swift-n"))
+            streams.append(stream)
+        }
+        for stream in streams { stream.close() }
+        await world.stop()
+    }
+
     @Test("a search's own stream is as before: documents only, and no event for a query that finds the same one")
     func singleStreamUnchanged() async throws {
         let world = try await World.start()
