@@ -19,22 +19,8 @@ struct HTTPSemanticsTests {
             let upstream = try await ScriptedUpstream.start { request in
                 fixture.reply(to: request) ?? SearchFixture.reply(to: request) ?? .json("{}", status: 404)
             }
-            let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL) + """
-
-                  rows:
-                    kind: pages
-                    upstream: media
-                    list: {path: /topics, items: result, id: id}
-                    pages: {path: "/topics/{id}/medias", items: result, cursor: next, parameter: page}
-                    row: {item: topic, pages: medias}
-                  search:
-                    kind: search
-                    upstream: search
-                    path: /search/repositories
-                    parameter: q
-                    items: items
-                    minimumLength: 3
-                """)
+            let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL) + "\n"
+                + ServiceHarness.viewModelResourcesYAML())
             return World(fixture: fixture, upstream: upstream, service: service)
         }
 

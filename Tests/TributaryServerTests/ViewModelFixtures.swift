@@ -75,6 +75,14 @@ extension ServiceHarness {
           media: {url: "\(upstream)", timeout: 5s, retries: 0}
           search: {url: "\(upstream)", timeout: 5s, retries: 0}
         resources:
+        \(viewModelResourcesYAML(debounce: debounce))
+        """
+    }
+
+    /// The `rows` and `search` resources (on upstreams `media` and `search`), as entries of a
+    /// configuration's `resources:` map.
+    static func viewModelResourcesYAML(debounce: String = "150ms") -> String {
+        """
           rows:
             kind: pages
             upstream: media
