@@ -8,10 +8,14 @@ import Synchronization
 /// first on the calling thread), all listening on one port with SO_REUSEPORT. The first
 /// worker runs each live pipeline for all of them. SIGINT and
 /// SIGTERM stop it gracefully: no new connections, event streams ended, requests in flight
-/// answered within `server.shutdownTimeout`. Returns when every worker has stopped.
+/// answered within `server.shutdownTimeout`. SIGHUP reloads the configuration when `reload`
+/// says how to read it again (``ConfigurationReloader``). Returns when every worker has stopped.
 public enum Service {
     /// Runs until a stop signal; `ready` is called with the bound port once all workers listen.
-    public static func run(configuration: Configuration, logger: Logger, ready: (UInt16) -> Void = { _ in }) throws {
+    /// `reload` reads the configuration again from the sources it was read from at start.
+    public static func run(
+        configuration: Configuration, logger: Logger, reload: (() throws -> Configuration)? = nil, ready: (UInt16) -> Void = { _ in }
+    ) throws {
         raiseOpenFileLimit(logger: logger)
         // libevent's messages repeat once per event (a refused connect, a failed accept):
         // debug-level lines, where the metrics and the service's own warnings say it once.
@@ -28,11 +32,13 @@ public enum Service {
             others.append(try startWorker(
                 index, configuration: configuration, port: port, shares: first.shares!, directory: directory, logger: logger))
         }
+        let reloader = reload.map { ConfigurationReloader(load: $0, first: first, others: others.map(\.worker), logger: logger) }
         let deadline = configuration.server.shutdownTimeout
         var stopping = false
         let stop = {
             guard !stopping else { return }
             stopping = true
+            reloader?.stop()
             logger.info("stopping", metadata: ["deadline": "\(deadline)"])
             for other in others {
                 let worker = other.worker
@@ -40,7 +46,8 @@ public enum Service {
             }
             first.shutDown(within: deadline) { loop.stop() }
         }
-        let watchers = try [SIGINT, SIGTERM].map { try SignalWatcher(loop: loop, signal: $0, action: stop) }
+        var watchers = try [SIGINT, SIGTERM].map { try SignalWatcher(loop: loop, signal: $0, action: stop) }
+        if let reloader { watchers.append(try SignalWatcher(loop: loop, signal: SIGHUP) { reloader.reload() }) }
         logger.info("listening", metadata: ["address": "\(configuration.server.listen.host):\(port)", "workers": "\(configuration.server.workers)"])
         ready(port)
         try withExtendedLifetime((first, watchers)) { try loop.run() }

@@ -13,20 +13,21 @@ public import Logging
 /// ```
 public final class Worker {
     public let loop: EventLoop
-    public let configuration: Configuration
+    /// The configuration it serves: the one it started with, or the last reload applied.
+    public private(set) var configuration: Configuration
     let logger: Logger
     let server: HTTPServer
     let client: UpstreamClient
     let streams: EventStreamHub
     private let directory: StreamDirectory
-    private let cors: CORSPolicy
+    private var cors: CORSPolicy
     private let observer: RequestObserver
     private let connections: ConnectionObserver
     private var router = Router<Route>()
     /// What the first worker shares with the process's other workers (nil on the others).
     public private(set) var shares: Shares?
-    /// The first worker's, when this worker is another.
-    private let firstWorkerShares: Shares?
+    /// The first worker's, when this worker is another (the latest: a reload renews them).
+    private var firstWorkerShares: Shares?
     /// This replica's place in the fleet, on the first worker (with `cluster.redis`).
     private var cluster: ClusterAgent?
     private var shutdown: (done: () -> Void, deadline: LoopTimer)?
@@ -116,56 +117,133 @@ public final class Worker {
 
     // MARK: - Routes
 
-    private func registerRoutes() {
-        let upstreams = makeUpstreams()
-        let admin = AdminToken(token: configuration.server.adminToken)
-        let clusterLink = firstWorkerShares?.cluster ?? cluster.map { ClusterLink(agent: LoopBound($0, loop: loop)) }
-        var owned: [String: LoopBound<any LiveSource>] = [:]
-        var liveViews: [String: LiveViewFactory] = [:]
-        for (name, resource) in configuration.resources.sorted(by: { $0.key < $1.key }) {
-            switch resource {
-            case .list(let settings):
-                let list = ListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
-                let live: any LiveSource
-                if let owner = firstWorkerShares?.live[name] {
-                    live = RemoteLiveResource(owner: owner, name: name, loop: loop)
-                } else {
-                    let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot)
-                    live = cluster.map { $0.adopt(local) } ?? local
-                    owned[name] = LoopBound(live, loop: loop)
-                }
-                let routes = ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin)
-                routes.register(in: &router)
-                liveViews[name] = routes.liveViews
-            case .pages(let settings):
-                let pages = PagedListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
-                let routes = PagedListRoutes(
-                    resource: pages, argument: settings.loadMoreArgument, streams: streams, directory: directory,
-                    cluster: clusterLink, admin: admin)
-                routes.register(in: &router)
-                liveViews[name] = routes.liveViews
-            case .search(let settings):
-                let search = SearchResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
-                let routes = SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop))
-                routes.register(in: &router)
-                liveViews[name] = routes.liveViews
-            }
-        }
-        EventsRoutes(views: liveViews, streams: streams).register(in: &router)
-        if firstWorkerShares == nil { shares = Shares(live: owned, cluster: clusterLink) }
-        StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
-        OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
+    /// One resource as this worker serves it: the definition it was built from, how it adds
+    /// its routes, and how a stream of it gets its view. A reload keeps it, and with it the
+    /// live streams following it, while its definition stays the same.
+    private struct MountedResource {
+        let definition: Configuration.ResourceDefinition
+        let register: (inout Router<Route>) -> Void
+        let liveViews: LiveViewFactory
+        /// The pipeline the first worker runs for every worker (a `kind: list` resource).
+        let owned: LoopBound<any LiveSource>?
     }
 
-    private func makeUpstreams() -> [String: Upstream] {
-        var upstreams: [String: Upstream] = [:]
-        let limits = configuration.poolLimitsPerWorker
-        for (name, settings) in configuration.upstreams {
-            let limit = limits[settings.url.origin]!
-            client.setPoolLimits(capacity: limit.capacity, maxQueue: limit.maxQueue, for: settings.url)
-            upstreams[name] = Upstream(name: name, base: settings.url, policy: settings.policy, client: client)
+    /// The resources served now, by name.
+    private var mounted: [String: MountedResource] = [:]
+    /// The upstreams their pipelines call, each with the settings it was made from; an
+    /// upstream whose calls a reload leaves alone keeps its object.
+    private var upstreams: [String: (settings: Configuration.UpstreamSettings, upstream: Upstream)] = [:]
+    /// `server.adminToken`, shared by the routes that need it, so a reload changes it for all.
+    private lazy var admin = AdminToken(token: configuration.server.adminToken)
+
+    /// Takes up `configuration`, a reload of the running one whose restart-only settings are
+    /// the running ones (``Configuration/keepingRestartOnlySettings(of:)``). New requests see
+    /// the new routes; a resource whose definition (its settings and its upstream's) did not
+    /// change keeps its routes, pipeline and live streams untouched; the streams of one that
+    /// was removed or changed end with `resource_removed` or `resource_changed`. The first
+    /// worker applies it first and passes its new ``shares`` to the others (`shares`).
+    public func apply(_ configuration: Configuration, shares firstWorkerShares: Shares? = nil) {
+        self.configuration = configuration
+        self.firstWorkerShares = firstWorkerShares
+        cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
+        admin.token = configuration.server.adminToken
+        registerRoutes()
+    }
+
+    /// Builds the router from ``configuration``: mounts every resource not mounted with the
+    /// same definition yet, ends the streams of those removed or changed, and adds the
+    /// endpoints that list the resources (`/events`, `/openapi.json`).
+    private func registerRoutes() {
+        updateUpstreams()
+        var endings: [String: ResourceEnding] = [:]
+        for (name, resource) in mounted {
+            guard let definition = configuration.definition(of: name) else {
+                endings[name] = .removed
+                continue
+            }
+            if definition != resource.definition { endings[name] = .changed }
         }
-        return upstreams
+        for name in endings.keys {
+            mounted[name] = nil
+            cluster?.release(name)
+        }
+        streams.end(endings)
+        for name in configuration.resources.keys.sorted() where mounted[name] == nil {
+            mounted[name] = mount(name)
+        }
+        var router = Router<Route>()
+        for name in mounted.keys.sorted() { mounted[name]!.register(&router) }
+        EventsRoutes(views: mounted.mapValues(\.liveViews), streams: streams).register(in: &router)
+        if firstWorkerShares == nil { shares = Shares(live: mounted.compactMapValues(\.owned), cluster: clusterLink) }
+        StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
+        OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
+        self.router = router
+    }
+
+    /// The fleet, the first worker's agent or the one it shares (nil without `cluster.redis`).
+    private var clusterLink: ClusterLink? {
+        firstWorkerShares?.cluster ?? cluster.map { ClusterLink(agent: LoopBound($0, loop: loop)) }
+    }
+
+    /// Makes resource `name`'s routes from ``configuration``.
+    private func mount(_ name: String) -> MountedResource {
+        let resource = configuration.resources[name]!
+        let upstream = upstreams[resource.upstream]!.upstream
+        switch resource {
+        case .list(let settings):
+            let list = ListResource(name: name, upstream: upstream, definition: settings.definition)
+            let live: any LiveSource
+            var owned: LoopBound<any LiveSource>?
+            if let owner = firstWorkerShares?.live[name] {
+                live = RemoteLiveResource(owner: owner, name: name, loop: loop)
+            } else {
+                let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot)
+                live = cluster.map { $0.adopt(local) } ?? local
+                owned = LoopBound(live, loop: loop)
+            }
+            let routes = ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin)
+            return MountedResource(
+                definition: configuration.definition(of: name)!, register: routes.register(in:), liveViews: routes.liveViews, owned: owned)
+        case .pages(let settings):
+            let pages = PagedListResource(name: name, upstream: upstream, definition: settings.definition)
+            let routes = PagedListRoutes(
+                resource: pages, argument: settings.loadMoreArgument, streams: streams, directory: directory,
+                cluster: clusterLink, admin: admin)
+            return MountedResource(
+                definition: configuration.definition(of: name)!, register: routes.register(in:), liveViews: routes.liveViews, owned: nil)
+        case .search(let settings):
+            let search = SearchResource(name: name, upstream: upstream, definition: settings.definition)
+            let routes = SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop))
+            return MountedResource(
+                definition: configuration.definition(of: name)!, register: routes.register(in:), liveViews: routes.liveViews, owned: nil)
+        }
+    }
+
+    /// Makes an ``Upstream`` for each upstream new or changed in ``configuration`` (a
+    /// `poolSize` or `maxQueue` alone changes the pool, not the upstream), and sets the
+    /// connection pool limits of every origin.
+    private func updateUpstreams() {
+        for (origin, limit) in configuration.poolLimitsPerWorker {
+            guard let url = configuration.upstreams.values.first(where: { $0.url.origin == origin })?.url else { continue }
+            client.setPoolLimits(capacity: limit.capacity, maxQueue: limit.maxQueue, for: url)
+        }
+        var updated: [String: (settings: Configuration.UpstreamSettings, upstream: Upstream)] = [:]
+        for (name, settings) in configuration.upstreams {
+            if let known = upstreams[name], Self.sameCalls(known.settings, settings) {
+                updated[name] = (settings, known.upstream)
+            } else {
+                updated[name] = (settings, Upstream(name: name, base: settings.url, policy: settings.policy, client: client))
+            }
+        }
+        upstreams = updated
+    }
+
+    /// Whether two settings of an upstream call it the same way (pool limits aside).
+    private static func sameCalls(_ a: Configuration.UpstreamSettings, _ b: Configuration.UpstreamSettings) -> Bool {
+        var b = b
+        b.poolSize = a.poolSize
+        b.maxQueue = a.maxQueue
+        return a == b
     }
 
     private func route(_ request: ServerRequest) {

@@ -37,16 +37,24 @@ struct ServeOptions: ParsableArguments {
     /// one `--config` or `TRIBUTARY_CONFIG` names (it must exist), else `config/tributary.yaml`
     /// in the working directory if there is one, else the copy of it built into the binary.
     func load(extraUpstreams: [String] = []) throws -> (configuration: Configuration, source: String) {
-        let environment = Environment.variables
-        let (yaml, source) = try Self.file(named: config ?? environment["TRIBUTARY_CONFIG"])
         do {
-            let configuration = try Configuration.load(
-                yaml: yaml, file: source, environment: environment,
-                overrides: .init(listen: listen, workers: workers, logLevel: logLevel, upstreams: extraUpstreams + upstreams, redis: redis))
-            return (configuration, source)
-        } catch {
+            return try reload(extraUpstreams: extraUpstreams)
+        } catch let error as ConfigurationError {
             throw ValidationError("invalid configuration: \(error)")
         }
+    }
+
+    /// The layered configuration read again from the same sources (SIGHUP): the file, the
+    /// environment as it is now, the command line given at start. Throws a
+    /// ``ConfigurationError`` that names the bad key, or a ``ValidationError`` when the file
+    /// cannot be read.
+    func reload(extraUpstreams: [String] = []) throws -> (configuration: Configuration, source: String) {
+        let environment = Environment.variables
+        let (yaml, source) = try Self.file(named: config ?? environment["TRIBUTARY_CONFIG"])
+        let configuration = try Configuration.load(
+            yaml: yaml, file: source, environment: environment,
+            overrides: .init(listen: listen, workers: workers, logLevel: logLevel, upstreams: extraUpstreams + upstreams, redis: redis))
+        return (configuration, source)
     }
 
     /// The configuration's text and what to call it: the file at `path`, or the default one.
@@ -71,7 +79,7 @@ struct Serve: ParsableCommand {
         let (configuration, source) = try options.load()
         let logger = Logger.tributary(level: configuration.server.logLevel)
         logger.info("configuration", metadata: ["source": "\(source)"])
-        try Service.run(configuration: configuration, logger: logger)
+        try Service.run(configuration: configuration, logger: logger, reload: { [options] in try options.reload().configuration })
     }
 }
 
@@ -91,8 +99,10 @@ struct Demo: ParsableCommand {
         logger.info("configuration", metadata: ["source": "\(source)"])
         let port = try Service.startDemoUpstream(on: address, logger: logger)
         let demoURL = "http://\(ListenAddress(host: address.host, port: port))"
-        configuration = try options.load(extraUpstreams: configuration.upstreams.keys.sorted().map { "\($0)=\(demoURL)" }).configuration
-        try Service.run(configuration: configuration, logger: logger) { port in
+        let demoUpstreams = configuration.upstreams.keys.sorted().map { "\($0)=\(demoURL)" }
+        configuration = try options.load(extraUpstreams: demoUpstreams).configuration
+        let reload = { [options] in try options.reload(extraUpstreams: demoUpstreams).configuration }
+        try Service.run(configuration: configuration, logger: logger, reload: reload) { port in
             let base = "http://\(ListenAddress(host: Self.browsable(configuration.server.listen.host), port: port))"
             let resource = configuration.resources.keys.sorted().first.map { "/" + $0 } ?? "/healthz"
             logger.notice("open \(base)/ in a browser (the live page), or try: curl \(base)\(resource)")

@@ -16,8 +16,8 @@
 /// holds no more than `maxQueue` calls, however long the saturation lasts.
 final class ConnectionPool {
     let origin: BaseURL.Origin
-    let capacity: Int
-    let maxQueue: Int
+    private(set) var capacity: Int
+    private(set) var maxQueue: Int
     /// Unowned: the client owns its pools. A pool outlives it only inside a job that returns
     /// a connection, when nothing waits in its line any more.
     unowned let client: UpstreamClient
@@ -38,6 +38,19 @@ final class ConnectionPool {
         self.maxQueue = max(0, maxQueue)
         self.client = client
         loop = client.loop
+    }
+
+    /// Takes up new limits (a configuration reload): more room dispatches waiting calls at
+    /// once; less closes idle connections beyond it now and busy ones as they come back. Calls
+    /// already waiting stay in line even beyond a smaller `maxQueue`.
+    func setLimits(capacity: Int, maxQueue: Int) {
+        self.capacity = max(1, capacity)
+        self.maxQueue = max(0, maxQueue)
+        while openCount > self.capacity, let connection = idle.popLast() {
+            openCount -= 1
+            loop.deferred { withExtendedLifetime(connection) {} }
+        }
+        dispatchWaiting()
     }
 
     /// Connections open or in use.
@@ -73,7 +86,7 @@ final class ConnectionPool {
     /// is freed on a later loop turn (this may run inside its own libevent callback).
     func checkIn(_ connection: UpstreamConnection, from call: UpstreamCall, reusable: Bool) {
         active[ObjectIdentifier(call)] = nil
-        if reusable && connection.isReusable {
+        if reusable && connection.isReusable && openCount <= capacity {
             idle.append(connection)
         } else {
             openCount -= 1

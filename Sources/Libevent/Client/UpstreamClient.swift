@@ -62,9 +62,12 @@ public final class UpstreamClient {
     }
 
     /// Sets how many connections the pool for `base`'s origin may open, and how many calls
-    /// may wait for one (nil: ``Configuration/defaultMaxQueue``). Set it before the first call.
+    /// may wait for one (nil: ``Configuration/defaultMaxQueue``). A pool already in use takes
+    /// them up in place (see ``ConnectionPool/setLimits(capacity:maxQueue:)``).
     public func setPoolLimits(capacity: Int, maxQueue: Int? = nil, for base: BaseURL) {
-        limits[base.origin] = (capacity, maxQueue ?? configuration.defaultMaxQueue)
+        let limit = (capacity: capacity, maxQueue: maxQueue ?? configuration.defaultMaxQueue)
+        limits[base.origin] = limit
+        pools[base.origin]?.setLimits(capacity: limit.capacity, maxQueue: limit.maxQueue)
     }
 
     /// Starts a call; `completion` runs once on the loop unless the call is cancelled.

@@ -88,6 +88,17 @@ final class ClusterAgent {
         return fleet
     }
 
+    /// Stops sharing resource `name` (a configuration reload removed or changed it): its
+    /// pipeline stops here and, if this replica leads it, its lease goes now so a replica
+    /// that still serves it (another configuration) takes over without waiting.
+    func release(_ name: String) {
+        guard let resource = resources.removeValue(forKey: name) else { return }
+        if case .leading = resource.role, isConnected {
+            redis.send(RedisCommand("EVAL", Self.releaseScript, 1, keys.lease(name), replica)) { _ in }
+        }
+        resource.become(.idle)
+    }
+
     /// Leaves the fleet (shutdown): leases go now rather than when they expire, and this
     /// replica's streams are forgotten. Best effort: Redis may not answer in time.
     func leave() {
@@ -158,6 +169,7 @@ final class ClusterAgent {
             "EVAL", Self.leaseScript, 2, keys.lease(name), keys.interest(name), replica, ttl, resource.subscribers > 0 ? 1 : 0)
         redis.send(command) { [unowned self] result in
             ticking.remove(name)
+            guard resources[name] === resource else { return }  // released meanwhile
             guard case .success(let reply) = result, let answer = reply.array, let role = answer.first?.text else {
                 if !isConnected { runAlone(resource) }
                 return

@@ -1,9 +1,14 @@
 import Libevent
 
 /// The admin token (`server.adminToken`, `TRIBUTARY_ADMIN_TOKEN`) that reload endpoints
-/// require when it is set, as `Authorization: Bearer <token>`.
-struct AdminToken {
-    let token: String?
+/// require when it is set, as `Authorization: Bearer <token>`. One per worker, shared by its
+/// routes, so a configuration reload changes it for all of them at once. Loop-confined.
+final class AdminToken {
+    var token: String?
+
+    init(token: String?) {
+        self.token = token
+    }
 
     /// Whether `request` may use an admin endpoint; answers 401 when not.
     func authorize(_ request: ServerRequest) -> Bool {

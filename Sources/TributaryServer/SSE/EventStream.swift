@@ -80,6 +80,30 @@ final class EventStream {
         close()
     }
 
+    /// Ends the feeds of the resources in `endings` (a configuration reload removed or
+    /// changed them), each with an `event: error` saying why; returns those that ended while
+    /// the stream goes on. A stream of one resource ends with it. On `GET /events`, a removed
+    /// resource's feed ends and the others go on (a page's other views keep their data); a
+    /// changed one ends the whole stream after its error, so the client's reconnect (with its
+    /// `Last-Event-ID`, which skips documents it has) follows the new definition.
+    func end(_ endings: [String: ResourceEnding]) -> [EventFeed] {
+        let ending = feeds.filter { endings[$0.resource] != nil }
+        guard !isClosed, !ending.isEmpty else { return [] }
+        var events: [UInt8] = []
+        for feed in ending {
+            let error = endings[feed.resource]!.error(of: feed.resource)
+            events += EventStreamFormat.event("error", data: framing.errorData(error, of: feed.resource, answering: [:]))
+        }
+        request.write(events)
+        if framing == .single || ending.count == feeds.count || ending.contains(where: { endings[$0.resource] == .changed }) {
+            finish()
+            return []
+        }
+        for feed in ending { feed.cancel() }
+        feeds.removeAll { feed in ending.contains { $0 === feed } }
+        return ending
+    }
+
     // MARK: - What the feeds send
 
     /// Writes `snapshot` of `feed`'s resource, the answer for the view's `inputs` (the feed

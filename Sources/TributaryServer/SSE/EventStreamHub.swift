@@ -76,12 +76,7 @@ final class EventStreamHub {
         }
         let stream = EventStream(request: request, resources: resources, framing: framing, frames: frames) { [unowned self] closed in
             streams[ObjectIdentifier(closed)] = nil
-            for feed in closed.feeds {
-                feeds[feed.id] = nil
-                directory.closed(feed.id)
-                cluster?.streamClosed(feed.id)
-                gauge(for: feed.resource).decrement()
-            }
+            for feed in closed.feeds { forget(feed) }
         }
         streams[ObjectIdentifier(stream)] = stream
         for feed in stream.feeds {
@@ -93,6 +88,24 @@ final class EventStreamHub {
         request.limitSocketSendBuffer(to: settings.sendBuffer)
         request.limitSocketReceiveBuffer(to: Self.receiveBuffer)
         stream.start(retry: settings.retry)
+    }
+
+    /// A feed ended: its id no longer reaches a view model, here or through the fleet.
+    private func forget(_ feed: EventFeed) {
+        feeds[feed.id] = nil
+        directory.closed(feed.id)
+        cluster?.streamClosed(feed.id)
+        gauge(for: feed.resource).decrement()
+    }
+
+    /// Ends the live streams of the resources in `endings` (a configuration reload removed or
+    /// changed them), each with its `event: error`; see ``EventStream/end(_:)`` for what
+    /// happens to a `GET /events` stream that carries other resources too.
+    func end(_ endings: [String: ResourceEnding]) {
+        guard !endings.isEmpty else { return }
+        for stream in Array(streams.values) where stream.feeds.contains(where: { endings[$0.resource] != nil }) {
+            for feed in stream.end(endings) { forget(feed) }
+        }
     }
 
     private func gauge(for resource: String) -> Meter {

@@ -1,0 +1,59 @@
+import Aggregation
+
+/// What a configuration reload (`SIGHUP`, README "Reloading the configuration") may change
+/// while the service runs, and what it compares to decide which live streams go on.
+extension Configuration {
+    /// The settings a running process cannot take up, by key: the listening socket, the
+    /// threads, the logger, the HTTP server's limits, the event stream hub's timer and limits,
+    /// and the fleet's Redis link are all made once at start. A reload keeps their running
+    /// values and says which ones need a restart.
+    static let restartOnlySettings: [(key: String, differs: @Sendable (Configuration, Configuration) -> Bool)] = [
+        ("server.listen", { $0.server.listen != $1.server.listen }),
+        ("server.workers", { $0.server.workers != $1.server.workers }),
+        ("server.logLevel", { $0.server.logLevel != $1.server.logLevel }),
+        ("server.requestTimeout", { $0.server.requestTimeout != $1.server.requestTimeout }),
+        ("server.maxHeaderBytes", { $0.server.maxHeaderBytes != $1.server.maxHeaderBytes }),
+        ("server.maxBodyBytes", { $0.server.maxBodyBytes != $1.server.maxBodyBytes }),
+        ("server.maxConnections", { $0.server.maxConnections != $1.server.maxConnections }),
+        ("server.shutdownTimeout", { $0.server.shutdownTimeout != $1.server.shutdownTimeout }),
+        ("sse", { $0.sse != $1.sse }),
+        ("cluster", { $0.cluster != $1.cluster }),
+    ]
+
+    /// The keys of ``restartOnlySettings`` whose value in `self` differs from `running`'s.
+    func restartOnlyChanges(from running: Configuration) -> [String] {
+        Self.restartOnlySettings.filter { $0.differs(self, running) }.map(\.key)
+    }
+
+    /// `self` with the restart-only settings of `running`: what a reload applies. Everything
+    /// else (`upstreams`, `resources`, `server.adminToken`, `server.corsOrigins`) is `self`'s.
+    func keepingRestartOnlySettings(of running: Configuration) -> Configuration {
+        var applied = self
+        let (adminToken, corsOrigins) = (server.adminToken, server.corsOrigins)
+        applied.server = running.server
+        applied.server.adminToken = adminToken
+        applied.server.corsOrigins = corsOrigins
+        applied.sse = running.sse
+        applied.cluster = running.cluster
+        applied.clusterWithoutRedis = nil
+        return applied
+    }
+
+    /// What a pipeline of resource `name` is made of: its own settings and how it calls its
+    /// upstream. Two configurations with the same definition run the same pipeline, so its
+    /// live streams may go on across a reload. An upstream's `poolSize` and `maxQueue` are not
+    /// part of it: they bound the worker's connection pool, which follows them in place.
+    func definition(of name: String) -> ResourceDefinition? {
+        guard let resource = resources[name], var upstream = upstreams[resource.upstream] else { return nil }
+        let pool = UpstreamSettings(url: upstream.url)
+        upstream.poolSize = pool.poolSize
+        upstream.maxQueue = pool.maxQueue
+        return ResourceDefinition(resource: resource, upstream: upstream)
+    }
+
+    /// A resource's settings with those of the upstream it calls, pool limits left out.
+    struct ResourceDefinition: Equatable {
+        let resource: Resource
+        let upstream: UpstreamSettings
+    }
+}

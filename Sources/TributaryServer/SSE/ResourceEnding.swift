@@ -1,0 +1,19 @@
+import Libevent
+
+/// Why the live streams of a resource end while the service runs on: a configuration reload
+/// removed the resource, or changed its definition (README, "Reloading the configuration").
+enum ResourceEnding: Equatable {
+    case removed
+    case changed
+
+    /// The `event: error` its streams end with.
+    func error(of resource: String) -> HTTPError {
+        switch self {
+        case .removed:
+            HTTPError(status: 404, code: "resource_removed", message: "the configuration no longer has the resource \(resource)")
+        case .changed:
+            HTTPError(status: 503, code: "resource_changed",
+                      message: "the configuration changed the resource \(resource): reconnect for its new definition")
+        }
+    }
+}
