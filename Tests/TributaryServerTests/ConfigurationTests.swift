@@ -166,3 +166,48 @@ struct ConfigurationTests {
         #expect(output.contains("resources.groups.concurrency: expected a whole number ≥ 1, found \"lots\""), "\(output)")
     }
 }
+
+@Suite("Configuration reload: what applies live")
+struct ConfigurationReloadRulesTests {
+    static func yaml(listen: String = "127.0.0.1:8080", heartbeat: String = "15s", adminToken: String = "", poolSize: Int = 8,
+                     timeout: String = "5s", refreshInterval: String = "5s") -> String {
+        """
+        server: {listen: "\(listen)", workers: 1, adminToken: "\(adminToken)"}
+        sse: {heartbeat: \(heartbeat)}
+        upstreams:
+          tasks: {url: "http://127.0.0.1:1", poolSize: \(poolSize), timeout: \(timeout)}
+        resources:
+          groups:
+            kind: list
+            upstream: tasks
+            list: {path: /groups, items: result, id: id}
+            details: {path: "/groups/{id}/metadata", value: result}
+            refreshInterval: \(refreshInterval)
+        """
+    }
+
+    static func load(_ yaml: String) throws -> Configuration {
+        try Configuration.load(yaml: yaml, file: "t.yaml")
+    }
+
+    @Test("restart-only settings are named and keep their running values; the admin token applies")
+    func restartOnly() throws {
+        let running = try Self.load(Self.yaml())
+        let loaded = try Self.load(Self.yaml(listen: "127.0.0.1:9090", heartbeat: "5s", adminToken: "secret"))
+        #expect(loaded.restartOnlyChanges(from: running) == ["server.listen", "sse"])
+        let applied = loaded.keepingRestartOnlySettings(of: running)
+        #expect(applied.server.listen == running.server.listen)
+        #expect(applied.sse == running.sse)
+        #expect(applied.server.adminToken == "secret")
+        #expect(applied.restartOnlyChanges(from: running).isEmpty)
+    }
+
+    @Test("a resource's definition covers its settings and its upstream's calls, not the upstream's pool limits")
+    func definition() throws {
+        let running = try Self.load(Self.yaml())
+        #expect(try Self.load(Self.yaml(poolSize: 2)).definition(of: "groups") == running.definition(of: "groups"))
+        #expect(try Self.load(Self.yaml(timeout: "9s")).definition(of: "groups") != running.definition(of: "groups"))
+        #expect(try Self.load(Self.yaml(refreshInterval: "7s")).definition(of: "groups") != running.definition(of: "groups"))
+        #expect(running.definition(of: "rows") == nil)
+    }
+}

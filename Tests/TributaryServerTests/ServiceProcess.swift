@@ -12,6 +12,8 @@ final class ServiceProcess: Sendable {
     private let outputReader: Task<Void, Never>
     private let process: Process
     private let directory: URL
+    /// The `--config` file, when it was given one.
+    private let configFile: URL?
 
     /// The binary next to the test bundle (`swift build` puts both in the same directory).
     static var binary: URL {
@@ -35,10 +37,10 @@ final class ServiceProcess: Sendable {
             try text.write(to: file, atomically: true, encoding: .utf8)
         }
         var configArguments: [String] = []
-        if let yaml {
-            let config = directory.appendingPathComponent("tributary.yaml")
-            try yaml.write(to: config, atomically: true, encoding: .utf8)
-            configArguments = ["--config", config.path]
+        configFile = yaml == nil ? nil : directory.appendingPathComponent("tributary.yaml")
+        if let yaml, let configFile {
+            try yaml.write(to: configFile, atomically: true, encoding: .utf8)
+            configArguments = ["--config", configFile.path]
         }
         process = Process()
         process.currentDirectoryURL = directory
@@ -81,6 +83,18 @@ final class ServiceProcess: Sendable {
 
     /// Whether the process is still running.
     var isRunning: Bool { process.isRunning }
+
+    /// Replaces its configuration file with `yaml` (atomically: a reload reads all or nothing
+    /// of it) and sends SIGHUP, which reloads it.
+    func reload(_ yaml: String) throws {
+        try yaml.write(to: configFile!, atomically: true, encoding: .utf8)
+        Glibc.kill(process.processIdentifier, SIGHUP)
+    }
+
+    /// How many times its log says `line` so far.
+    func count(_ line: String) -> Int {
+        output.value.components(separatedBy: line).count - 1
+    }
 
     /// SIGKILL: the process dies at once, without its shutdown.
     func kill() {

@@ -1,4 +1,4 @@
-import Aggregation
+public import Aggregation
 
 /// What a configuration reload (`SIGHUP`, README "Reloading the configuration") may change
 /// while the service runs, and what it compares to decide which live streams go on.
@@ -7,7 +7,7 @@ extension Configuration {
     /// threads, the logger, the HTTP server's limits, the event stream hub's timer and limits,
     /// and the fleet's Redis link are all made once at start. A reload keeps their running
     /// values and says which ones need a restart.
-    static let restartOnlySettings: [(key: String, differs: @Sendable (Configuration, Configuration) -> Bool)] = [
+    public static let restartOnlySettings: [(key: String, differs: @Sendable (Configuration, Configuration) -> Bool)] = [
         ("server.listen", { $0.server.listen != $1.server.listen }),
         ("server.workers", { $0.server.workers != $1.server.workers }),
         ("server.logLevel", { $0.server.logLevel != $1.server.logLevel }),
@@ -21,13 +21,13 @@ extension Configuration {
     ]
 
     /// The keys of ``restartOnlySettings`` whose value in `self` differs from `running`'s.
-    func restartOnlyChanges(from running: Configuration) -> [String] {
+    public func restartOnlyChanges(from running: Configuration) -> [String] {
         Self.restartOnlySettings.filter { $0.differs(self, running) }.map(\.key)
     }
 
     /// `self` with the restart-only settings of `running`: what a reload applies. Everything
     /// else (`upstreams`, `resources`, `server.adminToken`, `server.corsOrigins`) is `self`'s.
-    func keepingRestartOnlySettings(of running: Configuration) -> Configuration {
+    public func keepingRestartOnlySettings(of running: Configuration) -> Configuration {
         var applied = self
         let (adminToken, corsOrigins) = (server.adminToken, server.corsOrigins)
         applied.server = running.server
@@ -43,7 +43,7 @@ extension Configuration {
     /// upstream. Two configurations with the same definition run the same pipeline, so its
     /// live streams may go on across a reload. An upstream's `poolSize` and `maxQueue` are not
     /// part of it: they bound the worker's connection pool, which follows them in place.
-    func definition(of name: String) -> ResourceDefinition? {
+    public func definition(of name: String) -> ResourceDefinition? {
         guard let resource = resources[name], var upstream = upstreams[resource.upstream] else { return nil }
         let pool = UpstreamSettings(url: upstream.url)
         upstream.poolSize = pool.poolSize
@@ -52,8 +52,8 @@ extension Configuration {
     }
 
     /// A resource's settings with those of the upstream it calls, pool limits left out.
-    struct ResourceDefinition: Equatable {
-        let resource: Resource
-        let upstream: UpstreamSettings
+    public struct ResourceDefinition: Equatable, Sendable {
+        public let resource: Resource
+        public let upstream: UpstreamSettings
     }
 }
