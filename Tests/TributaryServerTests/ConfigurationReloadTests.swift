@@ -11,7 +11,8 @@ struct ConfigurationReloadTests {
     /// (`refreshInterval` long, unless `refreshIntervals` says otherwise), so every snapshot a
     /// stream gets is one the test caused.
     static func yaml(
-        upstream: String, workers: Int = 2, resources: [String], refreshIntervals: [String: String] = [:], heartbeat: String = "15s"
+        upstream: String, workers: Int = 2, resources: [String], refreshIntervals: [String: String] = [:], heartbeat: String = "15s",
+        poolSize: Int = 64
     ) -> String {
         var yaml = """
             server:
@@ -19,7 +20,7 @@ struct ConfigurationReloadTests {
             sse:
               heartbeat: \(heartbeat)
             upstreams:
-              tasks: {url: "\(upstream)", timeout: 10s, retries: 0}
+              tasks: {url: "\(upstream)", timeout: 10s, retries: 0, poolSize: \(poolSize)}
             resources:
 
             """
@@ -215,6 +216,37 @@ struct ConfigurationReloadTests {
         #expect(!service.output.value.contains("configuration reloaded"))
         #expect(try await TestHTTP.get(port: service.port, "/broken").status == 404)
         #expect(try await TestHTTP.get(port: service.port, "/groups").text == fixture.value.mergedJSON)
+        fixture.update { $0.groups[0].taskCount += 1 }
+        #expect(try await TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/reload").status == 202)
+        let update = try await stream.next()
+        #expect(update.type == "snapshot" && update.data == fixture.value.mergedJSON)
+        stream.close()
+        #expect(await service.terminate() == 0)
+        await upstream.shutdown()
+    }
+
+    @Test("a changed poolSize: the connection pool follows it in place, and the resource's stream goes on")
+    func poolFollows() async throws {
+        let fixture = Observed(TaskGroupsFixture(count: 6))
+        let upstream = try await ScriptedUpstream.start { request in
+            fixture.value.reply(to: request, delay: request.path == "/groups" ? .zero : .milliseconds(50))!
+        }
+        let service = try await ServiceProcess(
+            yaml: Self.yaml(upstream: upstream.baseURL, workers: 1, resources: ["groups"], poolSize: 1))
+        let stream = try await SSEClient(port: service.port, path: "/groups")
+        let id = try #require(Self.streamID(try await stream.next(type: "stream")))
+        _ = try await stream.next(type: "snapshot")
+        #expect(try await TestHTTP.get(port: service.port, "/groups").text == fixture.value.mergedJSON)
+        let before = upstream.requests.count
+        #expect(upstream.requests.maxInFlight == 1, "one connection")
+
+        try service.reload(Self.yaml(upstream: upstream.baseURL, workers: 1, resources: ["groups"], poolSize: 4))
+        #expect(await Self.awaitLog(service, "configuration reloaded"))
+        #expect(service.output.value.contains("added=none changed=none removed=none"), "pool limits alone change no resource")
+        #expect(try await TestHTTP.get(port: service.port, "/groups").text == fixture.value.mergedJSON)
+        let after = Array(upstream.requests.dropFirst(before))
+        #expect(after.maxInFlight > 1 && after.maxInFlight <= 4, "up to four connections now: \(after.maxInFlight)")
+
         fixture.update { $0.groups[0].taskCount += 1 }
         #expect(try await TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/reload").status == 202)
         let update = try await stream.next()
