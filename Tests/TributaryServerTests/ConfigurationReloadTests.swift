@@ -255,4 +255,36 @@ struct ConfigurationReloadTests {
         #expect(await service.terminate() == 0)
         await upstream.shutdown()
     }
+
+    @Test("in a fleet: a removed resource's lease is given back, a new one is adopted and led, two workers")
+    func fleet() async throws {
+        let redis = try await RedisServerProcess.start()
+        let fixture = Observed(TaskGroupsFixture(count: 2))
+        let upstream = try await ScriptedUpstream.start { fixture.value.reply(to: $0)! }
+        let service = try await ServiceProcess(
+            yaml: Self.yaml(upstream: upstream.baseURL, resources: ["groups", "extra"]), arguments: ["--redis", redis.url])
+        #expect(await Self.awaitLog(service, "cluster: joined the fleet"))
+        let extra = try await SSEClient(port: service.port, path: "/extra")
+        _ = try await extra.next(type: "snapshot")
+        #expect(await Self.awaitLog(service, "cluster: leading"))
+
+        try service.reload(Self.yaml(upstream: upstream.baseURL, resources: ["groups", "teams"]))
+        let ended = try await extra.next()
+        #expect(ended.type == "error" && ended.data.contains(#""code":"resource_removed""#))
+        #expect(try await extra.readToEnd().isEmpty)
+        #expect(await Self.awaitLog(service, "configuration reloaded"))
+        #expect(!service.output.value.contains("need a restart"), "the same --redis: the cluster settings did not change")
+
+        let teams = try await SSEClient(port: service.port, path: "/teams")
+        #expect(try await teams.next(type: "snapshot").data == fixture.value.mergedJSON)
+        #expect(await Self.awaitLog(service, "cluster: leading", count: 2))
+        #expect(service.output.value.contains("resource=teams [TributaryServer] cluster: leading"))
+        let metrics = try await TestHTTP.get(port: service.port, "/metrics").text
+        #expect(metrics.contains(#"tributary_cluster_lease_held{resource="teams"} 1"#))
+        #expect(metrics.contains(#"tributary_cluster_lease_held{resource="extra"} 0"#), "the removed resource's lease is given back")
+        teams.close()
+        #expect(await service.terminate() == 0)
+        redis.stop()
+        await upstream.shutdown()
+    }
 }

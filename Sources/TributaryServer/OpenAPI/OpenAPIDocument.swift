@@ -62,7 +62,9 @@ struct OpenAPIDocument {
         `event: snapshot` (`id:` the document's version, `data:` the whole document) whenever \
         the document changes, `event: error` when a refresh fails (the stream stays open), and \
         a `: heartbeat` comment while nothing changes. A reconnecting client's `Last-Event-ID` \
-        skips a snapshot it already has. `GET /events` carries several resources on one \
+        skips a snapshot it already has. When a configuration reload removes or changes the \
+        resource, its stream ends with `event: error` code `resource_removed` (its URL is 404 \
+        from then on) or `resource_changed` (reconnect for the new definition). `GET /events` carries several resources on one \
         connection. A stream's triggers and inputs are reached at `/streams/{id}/…`.
 
         Every error is `{"error":{"code","message"}}` (`#/components/schemas/Error`): each \
@@ -236,7 +238,9 @@ struct OpenAPIDocument {
                     "`GET /events`: the data of each resource's `event: stream`, in request order.",
                     Self.object(required: [("id", streamID), ("resource", resourceName), ("triggers", names), ("inputs", names)]))),
                 ("EventsError", Self.described(
-                    "`GET /events`: the data of an `event: error`: a refresh of the resource failed.",
+                    "`GET /events`: the data of an `event: error`: a refresh of the resource failed, or a configuration "
+                        + "reload removed it (`resource_removed`: its feed ends, the stream goes on) or changed it "
+                        + "(`resource_changed`: the stream ends).",
                     Self.object(required: [("resource", resourceName), ("error", codeAndMessage)]))),
             ] + configuration.resources.sorted(by: { $0.key < $1.key }).map { name, resource in
                 (key: Self.documentSchemaName(name), value: Self.documentSchema(resource))
