@@ -16,6 +16,9 @@ public enum Service {
     public static func run(
         configuration: Configuration, logger: Logger, reload: (() throws -> Configuration)? = nil, ready: (UInt16) -> Void = { _ in }
     ) throws {
+        // Until the SIGHUP watcher is installed, a reload signal (an operator's script that runs
+        // as the service starts) must not end the process, which is SIGHUP's default action.
+        signal(SIGHUP, SIG_IGN)
         raiseOpenFileLimit(logger: logger)
         // libevent's messages repeat once per event (a refused connect, a failed accept):
         // debug-level lines, where the metrics and the service's own warnings say it once.
