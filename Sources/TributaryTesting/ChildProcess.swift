@@ -13,9 +13,11 @@ enum ChildProcess {
     /// program name first), standard input from /dev/null, standard output and error into a
     /// pipe that a thread reads into `output`. With `ownProcessGroup`, the child leads a new
     /// process group (its PID is the group's id), so a program that forks workers can be
-    /// stopped whole with `kill(-pid, …)`.
+    /// stopped whole with `kill(-pid, …)`. It runs in `workingDirectory` (else this process's)
+    /// with exactly `environment` (else this process's).
     static func spawn(
-        _ executable: String, _ arguments: [String], output: Observed<String>, ownProcessGroup: Bool = false
+        _ executable: String, _ arguments: [String], output: Observed<String>, ownProcessGroup: Bool = false,
+        environment: [String: String]? = nil, workingDirectory: String? = nil
     ) throws -> pid_t {
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw ChildProcessError("pipe failed") }
@@ -34,6 +36,12 @@ enum ChildProcess {
         // None of the test process's sockets may live on in the child (a server at the other
         // end would wait for a close the test already made).
         closeInheritedDescriptors(&actions, from: 3)
+        if let workingDirectory {
+            guard let addChangeDirectory = Self.addChangeDirectory else {
+                throw ChildProcessError("this C library cannot change a spawned program's directory")
+            }
+            addChangeDirectory(&actions, workingDirectory)
+        }
 
         // The child starts with no signal blocked and default handlers: the test process
         // ignores SIGPIPE and its threads may block signals, and both would be inherited
@@ -57,8 +65,11 @@ enum ChildProcess {
 
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
+        let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { for variable in envp ?? [] { free(variable) } }
         var pid: pid_t = 0
-        let status = posix_spawnp(&pid, executable, &actions, &attributes, argv, environ)
+        let status = envp.map { posix_spawnp(&pid, executable, &actions, &attributes, argv, $0) }
+            ?? posix_spawnp(&pid, executable, &actions, &attributes, argv, environ)
         close(writeEnd)
         guard status == 0 else {
             close(readEnd)
@@ -79,6 +90,15 @@ enum ChildProcess {
         reader.start()
         return pid
     }
+
+    /// glibc's `posix_spawn_file_actions_addchdir_np` (2.29 and later), which the Glibc module
+    /// does not import: looked up by name.
+    private static let addChangeDirectory: (@convention(c) (
+        UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>
+    ) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32).self)
+    }()
 
     /// Waits up to `timeout` for `pid` (a child of this process) to exit, reaping it; false if
     /// it still runs.

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 import TributaryTesting
 
@@ -229,40 +230,32 @@ enum SearchFixture {
 }
 
 /// `tributary demo` as a child process on a free port.
-final class DemoProcess: @unchecked Sendable {
+final class DemoProcess: Sendable {
     let port: UInt16
-    private let process: Process
+    private let process: SpawnedProcess
 
-    private init(port: UInt16, process: Process) {
+    private init(port: UInt16, process: SpawnedProcess) {
         self.port = port
         self.process = process
     }
 
     /// `upstreams` (`NAME=URL`) take the place of the demo upstream for those names.
     static func start(config: String, upstreams: [String] = []) async throws -> DemoProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tributary")
-        process.arguments = ["demo", "--config", config, "--listen", "127.0.0.1:0"] + upstreams.flatMap { ["--upstream", $0] }
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TRIBUTARY_") }
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        let output = Observed("")
-        errors.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if !data.isEmpty { output.update { $0 += String(decoding: data, as: UTF8.self) } }
-        }
-        try process.run()
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tributary")
+        let process = try SpawnedProcess(
+            binary.path, ["demo", "--config", config, "--listen", "127.0.0.1:0"] + upstreams.flatMap { ["--upstream", $0] },
+            environment: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TRIBUTARY_") })
+        let output = process.output
         guard await output.wait(timeout: .seconds(20), until: { $0.contains(" listening") && $0.contains("workers=") }),
               let match = output.value.firstMatch(of: /address=127\.0\.0\.1:(\d+) workers=/), let port = UInt16(match.1) else {
-            process.terminate()
+            process.signal(SIGKILL)
             throw DevToolsBrowser.Failure(description: "tributary demo did not start: \(output.value)")
         }
         return DemoProcess(port: port, process: process)
     }
 
+    /// Asks it to stop (it ends its streams and exits on its own; nothing here waits for it).
     func stop() {
-        process.terminate()
-        process.waitUntilExit()
+        process.signal(SIGTERM)
     }
 }

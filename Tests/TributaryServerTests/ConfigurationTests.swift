@@ -1,8 +1,10 @@
 import Foundation
+import Glibc
 import Libevent
 import Redis
 import Testing
 import TributaryServer
+import TributaryTesting
 
 @Suite("Configuration")
 struct ConfigurationTests {
@@ -140,29 +142,22 @@ struct ConfigurationTests {
     }
 
     @Test("the binary refuses an invalid configuration with the key in its message and a non-zero exit")
-    func binaryRefusesInvalidConfiguration() throws {
+    func binaryRefusesInvalidConfiguration() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-bad-\(UUID().uuidString).yaml")
         let invalid = Self.shipped.replacing(/concurrency: \d+/, with: "concurrency: lots", maxReplacements: 1)
         #expect(invalid != Self.shipped)
         try invalid.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tributary")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["serve", "--config", file.path, "--listen", "127.0.0.1:0"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let process = try SpawnedProcess(ServiceProcess.binary.path, ["serve", "--config", file.path, "--listen", "127.0.0.1:0"])
         // Bounded: a server that wrongly starts is stopped rather than waited for forever.
         let watchdog = Task {
             try await Task.sleep(for: .seconds(20))
-            process.terminate()
+            process.signal(SIGKILL)
         }
-        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let status = await process.exitStatus()
         watchdog.cancel()
-        #expect(process.terminationStatus != 0)
+        let output = process.output.value
+        #expect(status != 0)
         #expect(output.contains("resources.groups.concurrency: expected a whole number ≥ 1, found \"lots\""), "\(output)")
     }
 }

@@ -80,23 +80,11 @@ struct ShippedConfigurationTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-exit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let process = Process()
-        process.executableURL = ServiceProcess.binary
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TRIBUTARY_") }.merging(environment) { $1 }
-        let output = Pipe()
-        process.standardError = output
-        process.standardOutput = output
-        try process.run()
-        // On a thread of its own, not one of Swift's cooperative pool: the pipe ends when the
-        // process exits, so reading it to the end is waiting for the exit.
-        return await withCheckedContinuation { continuation in
-            Thread.detachNewThread { [reading = output.fileHandleForReading] in
-                let text = String(decoding: (try? reading.readToEnd()) ?? Data(), as: UTF8.self)
-                process.waitUntilExit()
-                continuation.resume(returning: (process.terminationStatus, text))
-            }
-        }
+        let process = try SpawnedProcess(
+            ServiceProcess.binary.path, arguments,
+            environment: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TRIBUTARY_") }.merging(environment) { $1 },
+            directory: directory.path)
+        let status = await process.exitStatus()
+        return (status, process.output.value)
     }
 }
