@@ -29,15 +29,19 @@ public final class Worker {
     private let firstWorkerShares: Shares?
     /// This replica's place in the fleet, on the first worker (with `cluster.redis`).
     private var cluster: ClusterAgent?
+    /// The process's circuit breakers, by upstream name: the first worker's, shared by all.
+    private let breakers: [String: CircuitBreaker]
     private var shutdown: (done: () -> Void, deadline: LoopTimer)?
     private var drainCheck: LoopTimer?
 
     /// What the first worker of a process shares with the others: the live pipelines it runs
-    /// for all of them, and the process's place in the fleet.
+    /// for all of them, the process's place in the fleet, and its circuit breakers (an
+    /// upstream failing is the same upstream for every worker).
     public struct Shares: Sendable {
         /// Each live resource's source: the pipeline, or in a fleet its ``FleetLiveResource``.
         public let live: [String: LoopBound<any LiveSource>]
         let cluster: ClusterLink?
+        let breakers: [String: CircuitBreaker]
     }
 
     /// A worker on `loop`. The first worker of a process runs the live pipelines itself (and,
@@ -55,6 +59,7 @@ public final class Worker {
         self.configuration = configuration
         self.logger = logger
         client = UpstreamClient(loop: loop)
+        breakers = firstWorkerShares?.breakers ?? CircuitBreaker.forUpstreams(of: configuration, logger: logger)
         self.directory = directory
         var clusterLink = firstWorkerShares?.cluster
         if firstWorkerShares == nil, let settings = configuration.cluster {
@@ -130,7 +135,7 @@ public final class Worker {
                 if let owner = firstWorkerShares?.live[name] {
                     live = RemoteLiveResource(owner: owner, name: name, loop: loop)
                 } else {
-                    let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot)
+                    let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:))
                     live = cluster.map { $0.adopt(local) } ?? local
                     owned[name] = LoopBound(live, loop: loop)
                 }
@@ -152,7 +157,7 @@ public final class Worker {
             }
         }
         EventsRoutes(views: liveViews, streams: streams).register(in: &router)
-        if firstWorkerShares == nil { shares = Shares(live: owned, cluster: clusterLink) }
+        if firstWorkerShares == nil { shares = Shares(live: owned, cluster: clusterLink, breakers: breakers) }
         StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
         OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
     }
@@ -163,12 +168,15 @@ public final class Worker {
         for (name, settings) in configuration.upstreams {
             let limit = limits[settings.url.origin]!
             client.setPoolLimits(capacity: limit.capacity, maxQueue: limit.maxQueue, for: settings.url)
-            upstreams[name] = Upstream(name: name, base: settings.url, policy: settings.policy, client: client)
+            upstreams[name] = Upstream(
+                name: name, base: settings.url, policy: settings.policy, client: client, breaker: breakers[name])
         }
         return upstreams
     }
 
     private func route(_ request: ServerRequest) {
+        // Fixed while its headers are at hand: its upstream calls and its log line carry it.
+        _ = request.traceContext
         request.responseHeaders = cors.headers(for: request)
         if cors.isPreflight(request) {
             request.route = "preflight"
