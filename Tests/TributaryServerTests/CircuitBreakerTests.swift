@@ -150,6 +150,37 @@ struct CircuitBreakerTests {
         await world.stop()
     }
 
+    @Test("the log says once that the circuit opened (a warning) and once that it closed")
+    func logged() async throws {
+        let fixture = TaskGroupsFixture(count: 1)
+        let down = Observed(true)
+        let upstream = try await ScriptedUpstream.start { request in down.value ? .json("{}", status: 500) : fixture.reply(to: request)! }
+        let service = try await ServiceProcess(yaml: """
+            upstreams:
+              logged: {url: "\(upstream.baseURL)", retries: 0, circuitBreaker: {failures: 2, openFor: 300ms}}
+            resources:
+              groups:
+                kind: list
+                upstream: logged
+                list: {path: /groups, items: result, id: id}
+                details: {path: "/groups/{id}/metadata", value: result}
+            """)
+        for _ in 1...2 { #expect(try await TestHTTP.get(port: service.port, "/groups").status == 502) }
+        for _ in 1...3 { #expect(try await TestHTTP.get(port: service.port, "/groups").status == 503) }
+        down.update { $0 = false }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await TestHTTP.get(port: service.port, "/groups").status != 200, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(await service.output.wait(timeout: .seconds(5)) { $0.contains("upstream circuit closed") })
+        let lines = service.output.value.split(separator: "\n")
+        #expect(lines.filter { $0.contains("upstream circuit opened") }.count == 1)
+        #expect(lines.first { $0.contains("upstream circuit opened") }?.contains("warning") == true)
+        #expect(lines.filter { $0.contains("upstream circuit closed") }.count == 1)
+        #expect(await service.terminate() == 0)
+        await upstream.shutdown()
+    }
+
     @Test("4xx answers do not count as failures, and failures: 0 turns the breaker off")
     func whatDoesNotOpen() async throws {
         let notFound = try await ScriptedUpstream.start { _ in .json("{}", status: 404) }
