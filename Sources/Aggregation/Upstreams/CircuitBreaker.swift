@@ -21,7 +21,8 @@ import Synchronization
 /// next call.
 ///
 /// The gauge `tributary_upstream_circuit_state{upstream}` shows the state: 0 closed, 1 open,
-/// 2 half-open. `onTransition` hears of each change once (the service logs it).
+/// 2 half-open. `onTransition` hears once of each opening and each closing (the service logs
+/// them; half-open, and a probe handed on, are not news).
 public final class CircuitBreaker: Sendable {
     /// `upstreams.<name>.circuitBreaker`.
     public struct Settings: Sendable, Equatable {
@@ -102,7 +103,7 @@ public final class CircuitBreaker: Sendable {
         gauge.record(State.closed.rawValue)
     }
 
-    /// The current state (for tests and the log).
+    /// The current state.
     public var current: State { state.withLock { $0.state } }
 
     /// Asks to make a call now: admitted (possibly as the probe) or rejected.
