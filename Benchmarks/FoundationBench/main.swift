@@ -7,6 +7,9 @@
 //   FoundationBench gzip FILE [COUNT]     compress FILE COUNT times (10,000) with Libevent's Gzip
 //                                         at levels 1 and 6, reused and fresh each time: bytes out
 //                                         and CPU µs per compression (README, "Caching and compression")
+//   FoundationBench trace [COUNT]         CPU ns of W3C trace context work: a request's traceparent
+//                                         parsed, a new trace made, one upstream call's headers
+//                                         (README, "Tracing")
 import Glibc
 import Libevent
 
@@ -92,8 +95,27 @@ func measureGzip(arguments: [String]) {
     }
 }
 
+func measureTrace(arguments: [String]) {
+    let count = arguments.count > 2 ? Int(arguments[2]) ?? 1_000_000 : 1_000_000
+    let incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    var sink = 0
+    func time(_ label: String, _ work: () -> Int) {
+        let started = cpuMicroseconds()
+        for _ in 0..<count { sink &+= work() }
+        print("  \(label): \(((cpuMicroseconds() - started) * 1000 / Double(count)).rounded()) ns CPU")
+    }
+    print("trace context, \(count) times each")
+    time("traceparent parsed") { TraceContext(traceparent: incoming, tracestate: nil).traceID.utf8.count }
+    time("new trace") { TraceContext().traceID.utf8.count }
+    let trace = TraceContext()
+    time("one upstream call's headers") { trace.upstreamHeaders().count }
+    if sink == 42 { print(sink) }
+}
+
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "gzip" {
     measureGzip(arguments: CommandLine.arguments)
+} else if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "trace" {
+    measureTrace(arguments: CommandLine.arguments)
 } else {
     try serve(arguments: CommandLine.arguments)
 }

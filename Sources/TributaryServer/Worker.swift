@@ -30,15 +30,20 @@ public final class Worker {
     private var firstWorkerShares: Shares?
     /// This replica's place in the fleet, on the first worker (with `cluster.redis`).
     private var cluster: ClusterAgent?
+    /// The process's circuit breakers, by upstream name: the first worker's, shared by all
+    /// (the first worker makes them, and a reload keeps those of unchanged upstreams).
+    private var breakers: [String: CircuitBreaker] = [:]
     private var shutdown: (done: () -> Void, deadline: LoopTimer)?
     private var drainCheck: LoopTimer?
 
     /// What the first worker of a process shares with the others: the live pipelines it runs
-    /// for all of them, and the process's place in the fleet.
+    /// for all of them, the process's place in the fleet, and its circuit breakers (an
+    /// upstream failing is the same upstream for every worker).
     public struct Shares: Sendable {
         /// Each live resource's source: the pipeline, or in a fleet its ``FleetLiveResource``.
         public let live: [String: LoopBound<any LiveSource>]
         let cluster: ClusterLink?
+        let breakers: [String: CircuitBreaker]
     }
 
     /// A worker on `loop`. The first worker of a process runs the live pipelines itself (and,
@@ -174,7 +179,7 @@ public final class Worker {
         var router = Router<Route>()
         for name in mounted.keys.sorted() { mounted[name]!.register(&router) }
         EventsRoutes(views: mounted.mapValues(\.liveViews), streams: streams).register(in: &router)
-        if firstWorkerShares == nil { shares = Shares(live: mounted.compactMapValues(\.owned), cluster: clusterLink) }
+        if firstWorkerShares == nil { shares = Shares(live: mounted.compactMapValues(\.owned), cluster: clusterLink, breakers: breakers) }
         StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
         OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
         self.router = router
@@ -197,7 +202,7 @@ public final class Worker {
             if let owner = firstWorkerShares?.live[name] {
                 live = RemoteLiveResource(owner: owner, name: name, loop: loop)
             } else {
-                let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot)
+                let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:))
                 live = cluster.map { $0.adopt(local) } ?? local
                 owned = LoopBound(live, loop: loop)
             }
@@ -220,7 +225,8 @@ public final class Worker {
     }
 
     /// Makes an ``Upstream`` for each upstream new or changed in ``configuration`` (a
-    /// `poolSize` or `maxQueue` alone changes the pool, not the upstream), and sets the
+    /// `poolSize` or `maxQueue` alone changes the pool, not the upstream), with its circuit
+    /// breaker (the first worker's new one, the one an unchanged upstream had), and sets the
     /// connection pool limits of every origin.
     private func updateUpstreams() {
         for (origin, limit) in configuration.poolLimitsPerWorker {
@@ -228,14 +234,20 @@ public final class Worker {
             client.setPoolLimits(capacity: limit.capacity, maxQueue: limit.maxQueue, for: url)
         }
         var updated: [String: (settings: Configuration.UpstreamSettings, upstream: Upstream)] = [:]
+        var updatedBreakers: [String: CircuitBreaker] = [:]
         for (name, settings) in configuration.upstreams {
             if let known = upstreams[name], Self.sameCalls(known.settings, settings) {
                 updated[name] = (settings, known.upstream)
+                updatedBreakers[name] = breakers[name]
             } else {
-                updated[name] = (settings, Upstream(name: name, base: settings.url, policy: settings.policy, client: client))
+                let breaker = firstWorkerShares.map { $0.breakers[name] }
+                    ?? CircuitBreaker.forUpstream(name, settings: settings.circuitBreaker, logger: logger)
+                updated[name] = (settings, Upstream(name: name, base: settings.url, policy: settings.policy, client: client, breaker: breaker))
+                updatedBreakers[name] = breaker
             }
         }
         upstreams = updated
+        breakers = updatedBreakers
     }
 
     /// Whether two settings of an upstream call it the same way (pool limits aside).
@@ -247,6 +259,8 @@ public final class Worker {
     }
 
     private func route(_ request: ServerRequest) {
+        // Fixed while its headers are at hand: its upstream calls and its log line carry it.
+        _ = request.traceContext
         request.responseHeaders = cors.headers(for: request)
         if cors.isPreflight(request) {
             request.route = "preflight"

@@ -37,7 +37,7 @@ struct ListResourceTests {
             return try await thread.run { loop in
                 let upstream = Upstream(name: "tasks", base: base, policy: policy, client: client.value)
                 let resource = ListResource(name: "groups", upstream: upstream, definition: definition)
-                let cancellable = resource.snapshot().sink(
+                let cancellable = resource.snapshot(trace: TraceContext()).sink(
                     receiveCompletion: { completion in
                         if case .failure(let error) = completion { outcome.update { $0 = .failure(error) } }
                     },

@@ -1,3 +1,4 @@
+import Aggregation
 import Foundation
 import Glibc
 import Libevent
@@ -67,6 +68,21 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("circuitBreaker: on for every upstream (5 failures, 10s open) unless set; failures: 0 or enabled: false turns it off")
+    func circuitBreaker() throws {
+        let configuration = try Configuration.load(yaml: """
+            upstreams:
+              plain: {url: "http://127.0.0.1:1"}
+              tuned: {url: "http://127.0.0.1:1", circuitBreaker: {failures: 3, openFor: 1500ms}}
+              zero: {url: "http://127.0.0.1:1", circuitBreaker: {failures: 0}}
+              disabled: {url: "http://127.0.0.1:1", circuitBreaker: {enabled: false, failures: 9}}
+            """, file: "t.yaml")
+        #expect(configuration.upstreams["plain"]?.circuitBreaker == CircuitBreaker.Settings(failures: 5, openFor: .seconds(10)))
+        #expect(configuration.upstreams["tuned"]?.circuitBreaker == CircuitBreaker.Settings(failures: 3, openFor: .milliseconds(1500)))
+        #expect(configuration.upstreams["zero"]?.circuitBreaker.isEnabled == false)
+        #expect(configuration.upstreams["disabled"]?.circuitBreaker.isEnabled == false)
+    }
+
     @Test("the command line beats the environment, which beats the file")
     func layering() throws {
         let environment = ["TRIBUTARY_LISTEN": "127.0.0.1:9000", "TRIBUTARY_UPSTREAM_TASKS": "http://10.0.0.1:1", "TRIBUTARY_WORKERS": "2"]
@@ -89,6 +105,11 @@ struct ConfigurationTests {
         ("upstreams:\n  tasks:\n    url: http://x\n    poolSize: many\n", "t.yaml: upstreams.tasks.poolSize: expected a whole number ≥ 1, found \"many\""),
         ("upstreams:\n  tasks:\n    url: http://x\n    timeout: soon\n", "t.yaml: upstreams.tasks.timeout: expected a duration such as 250ms, 5s or 1m (at most a year), found \"soon\""),
         ("upstreams:\n  tasks:\n    url: http://x\n    timeout: 99999999999999999999h\n", "t.yaml: upstreams.tasks.timeout: expected a duration such as 250ms, 5s or 1m (at most a year)"),
+        ("upstreams:\n  tasks:\n    url: http://x\n    circuitBreaker: {failures: -1}\n", "t.yaml: upstreams.tasks.circuitBreaker.failures: expected a whole number ≥ 0, found \"-1\""),
+        ("upstreams:\n  tasks:\n    url: http://x\n    circuitBreaker: {openFor: 0s}\n", "t.yaml: upstreams.tasks.circuitBreaker.openFor: expected a duration above 0"),
+        ("upstreams:\n  tasks:\n    url: http://x\n    circuitBreaker: {enabled: maybe}\n", "t.yaml: upstreams.tasks.circuitBreaker.enabled: expected true or false, found \"maybe\""),
+        ("upstreams:\n  tasks:\n    url: http://x\n    circuitBreaker: {failure: 3}\n", "t.yaml: upstreams.tasks.circuitBreaker.failure: unknown key"),
+        ("upstreams:\n  tasks:\n    url: http://x\n    circuitBreaker: off\n", "t.yaml: upstreams.tasks.circuitBreaker: expected a mapping of keys"),
         ("server:\n  lisen: 1.2.3.4:5\n", "t.yaml: server.lisen: unknown key"),
         ("server:\n  listen: nowhere\n", "t.yaml: server.listen: expected HOST:PORT, found \"nowhere\""),
         ("server:\n  logLevel: loud\n", "t.yaml: server.logLevel: expected one of"),

@@ -54,7 +54,7 @@ struct OpenAPITests {
         let teamsDocument = try #require(Self.at(document, "components", "schemas", "teamsDocument") as? [String: Any])
         #expect(Self.at(teamsDocument, "items", "required") as? [String] == ["slug"], "the configured id member")
         #expect(Self.codes(teams, "502") == ["upstream_unavailable", "upstream_status", "upstream_malformed", "invalid_item_id"])
-        #expect(Self.codes(teams, "503") == ["too_many_connections", "upstream_saturated", "too_many_subscribers"])
+        #expect(Self.codes(teams, "503") == ["too_many_connections", "upstream_saturated", "upstream_circuit_open", "too_many_subscribers"])
 
         let lookup = try #require(paths["/lookup"]?["get"] as? [String: Any])
         let term = try #require(Self.parameters(lookup).first { $0["name"] as? String == "term" })

@@ -18,6 +18,9 @@ import Rivers
 /// never asked again before it answered. A new subscriber gets the latest state at once; a
 /// slow one gets the latest when it asks for more, never a queue. The gauge
 /// `tributary_live_pipelines{resource}` counts the pipelines running.
+///
+/// No one request causes a refresh, so each refresh is a trace of its own: `snapshot` is
+/// given a new ``TraceContext`` every time.
 public final class LiveResource {
     public let name: String
     public let refreshInterval: Duration
@@ -26,7 +29,7 @@ public final class LiveResource {
     /// The shared states; subscribing starts the pipeline, the last cancel stops it.
     public let states: AnyPublisher<LiveState, Never>
 
-    public init(name: String, refreshInterval: Duration, loop: EventLoop, snapshot: @escaping () -> AnyPublisher<JSON, ResourceError>) {
+    public init(name: String, refreshInterval: Duration, loop: EventLoop, snapshot: @escaping (TraceContext) -> AnyPublisher<JSON, ResourceError>) {
         self.name = name
         self.refreshInterval = refreshInterval
         let refreshes = self.refreshes
@@ -34,7 +37,7 @@ public final class LiveResource {
         let timer = self.timer
         let running = Meter(label: "tributary_live_pipelines", dimensions: [("resource", name)])
         states = Publishers.PublishAndRepeat(onOutputFrom: refreshes.signal(activatedBy: Refresh.now)) {
-            snapshot().asResult()
+            snapshot(TraceContext()).asResult()
         }
         .handleEvents(
             receiveSubscription: { _ in running.increment() },

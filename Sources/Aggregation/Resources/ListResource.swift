@@ -1,3 +1,4 @@
+public import Libevent
 public import OpenCombine
 import Rivers
 
@@ -64,12 +65,13 @@ public struct ListResource {
         self.definition = definition
     }
 
-    /// One snapshot: the list, each item merged with its details, in list order.
-    public func snapshot() -> AnyPublisher<JSON, ResourceError> {
-        upstream.json(definition.listPath, read: items(in:))
+    /// One snapshot: the list, each item merged with its details, in list order. Every
+    /// call, the list's and each item's, goes out as a span of `trace`.
+    public func snapshot(trace: TraceContext) -> AnyPublisher<JSON, ResourceError> {
+        upstream.json(definition.listPath, trace: trace, read: items(in:))
             .flatMap { items in
                 items.orderedFanOut(maxConcurrent: definition.concurrency, onFailure: failurePolicy) { item in
-                    itemWithDetails(item)
+                    itemWithDetails(item, trace: trace)
                 }
             }
             .map { items in JSON.array(items.compactMap { $0 }) }
@@ -77,12 +79,12 @@ public struct ListResource {
     }
 
     /// `item` merged with the object found at ``Definition/detailAt`` in its detail response.
-    func itemWithDetails(_ item: JSON) -> AnyPublisher<JSON?, ResourceError> {
+    func itemWithDetails(_ item: JSON, trace: TraceContext) -> AnyPublisher<JSON?, ResourceError> {
         guard let path = detailPath(of: item) else {
             return Fail(error: error(.invalidItemID, definition.listPath, "an item of \(definition.listPath) has no usable `\(definition.idMember)`"))
                 .eraseToAnyPublisher()
         }
-        return upstream.json(path) { document in merged(item, withDetailsFrom: document, path: path) }
+        return upstream.json(path, trace: trace) { document in merged(item, withDetailsFrom: document, path: path) }
             .eraseToAnyPublisher()
     }
 

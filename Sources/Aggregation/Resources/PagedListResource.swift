@@ -1,4 +1,4 @@
-import Libevent
+public import Libevent
 public import OpenCombine
 public import Rivers
 
@@ -59,12 +59,12 @@ public struct PagedListResource {
         self.definition = definition
     }
 
-    /// Every row with its first page (the JSON answer).
-    public func firstPages() -> AnyPublisher<JSON, ResourceError> {
-        items()
+    /// Every row with its first page (the JSON answer); every call a span of `trace`.
+    public func firstPages(trace: TraceContext) -> AnyPublisher<JSON, ResourceError> {
+        items(trace: trace)
             .flatMap { items in
                 items.orderedFanOut(maxConcurrent: definition.concurrency) { item in
-                    page(of: item, at: nil).asResult().map { Row(item: item).applying($0.map(\.items)).json(definition) }
+                    page(of: item, at: nil, trace: trace).asResult().map { Row(item: item).applying($0.map(\.items)).json(definition) }
                 }
             }
             .map(JSON.array)
@@ -76,18 +76,19 @@ public struct PagedListResource {
     ///
     /// `knownIDs` is told the ids of the items each time the list arrives; `pageLoaded`, an
     /// item's id each time one of its pages arrived (or failed): only from then on does its
-    /// `loadMore` load a page, so a caller can refuse one that would do nothing.
+    /// `loadMore` load a page, so a caller can refuse one that would do nothing. Every call,
+    /// later pages included, goes out as a span of `trace`: the stream's, which its request began.
     public func rows(
-        loadingMoreOn loadMore: Trigger, knownIDs: @escaping (Set<String>) -> Void = { _ in },
+        loadingMoreOn loadMore: Trigger, trace: TraceContext, knownIDs: @escaping (Set<String>) -> Void = { _ in },
         pageLoaded: @escaping (String) -> Void = { _ in }
     ) -> AnyPublisher<JSON, ResourceError> {
-        items()
+        items(trace: trace)
             .handleEvents(receiveOutput: { items in knownIDs(Set(items.compactMap(id(of:)))) })
             .flatMap { items in
                 items.map { item in
                     Publishers.paginated(
-                        firstPage: page(of: item, at: nil),
-                        nextPage: { cursor in page(of: item, at: cursor) },
+                        firstPage: page(of: item, at: nil, trace: trace),
+                        nextPage: { cursor in page(of: item, at: cursor, trace: trace) },
                         loadingNextOn: loadMore.signal(activatedBy: LoadMore(id: id(of: item) ?? "")))
                     .asResult()
                     .handleEvents(receiveOutput: { _ in if let id = id(of: item) { pageLoaded(id) } })
@@ -109,8 +110,8 @@ public struct PagedListResource {
 
     // MARK: - Calls
 
-    private func items() -> Upstream.FetchJSON<[JSON]> {
-        upstream.json(definition.listPath) { list in
+    private func items(trace: TraceContext) -> Upstream.FetchJSON<[JSON]> {
+        upstream.json(definition.listPath, trace: trace) { list in
             guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
                 let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
                 return .failure(malformed(definition.listPath, "expected an array at \(definition.itemsAt), found \(found)"))
@@ -119,14 +120,14 @@ public struct PagedListResource {
         }
     }
 
-    private func page(of item: JSON, at cursor: String?) -> AnyPublisher<Page<JSON, String>, ResourceError> {
+    private func page(of item: JSON, at cursor: String?, trace: TraceContext) -> AnyPublisher<Page<JSON, String>, ResourceError> {
         guard let id = id(of: item), let base = definition.pagePath.path(for: id) else {
             return Fail(error: ResourceError(code: .invalidItemID, upstream: upstream.name, path: definition.listPath,
                                              message: "an item of \(definition.listPath) has no usable `\(definition.idMember)`"))
                 .eraseToAnyPublisher()
         }
         let path = cursor.map { base + "?" + definition.cursorParameter + "=" + QueryString.percentEncoded($0) } ?? base
-        return upstream.json(path) { document in
+        return upstream.json(path, trace: trace) { document in
             guard let items = definition.pageItemsAt.value(in: document)?.arrayValue else {
                 let found = definition.pageItemsAt.value(in: document)?.kindDescription ?? "nothing"
                 return .failure(malformed(path, "expected an array at \(definition.pageItemsAt), found \(found)"))

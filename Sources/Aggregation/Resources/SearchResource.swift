@@ -1,4 +1,4 @@
-import Libevent
+public import Libevent
 public import OpenCombine
 
 /// A query passed to an upstream search, answered with the upstream's items unchanged and in
@@ -6,7 +6,7 @@ public import OpenCombine
 /// answered `[]` without calling the upstream.
 ///
 /// ```swift
-/// search.results(for: "swift")   // GET /search/repositories?q=swift → the `items` array
+/// search.results(for: "swift", trace: trace)   // GET /search/repositories?q=swift → the `items` array
 /// ```
 public struct SearchResource {
     public struct Definition: Sendable, Equatable {
@@ -39,14 +39,14 @@ public struct SearchResource {
         self.definition = definition
     }
 
-    /// The results for `query`: the upstream's items as a JSON array.
-    public func results(for query: String) -> AnyPublisher<JSON, ResourceError> {
+    /// The results for `query`: the upstream's items as a JSON array; the call a span of `trace`.
+    public func results(for query: String, trace: TraceContext) -> AnyPublisher<JSON, ResourceError> {
         guard query.count >= definition.minimumLength else {
             return Just(JSON.array([])).setFailureType(to: ResourceError.self).eraseToAnyPublisher()
         }
         let separator = definition.path.contains("?") ? "&" : "?"
         let path = definition.path + separator + definition.parameter + "=" + QueryString.percentEncoded(query)
-        return upstream.json(path) { document in
+        return upstream.json(path, trace: trace) { document in
             guard let items = definition.itemsAt.value(in: document)?.arrayValue else {
                 let found = definition.itemsAt.value(in: document)?.kindDescription ?? "nothing"
                 return .failure(ResourceError(

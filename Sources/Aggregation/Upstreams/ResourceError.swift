@@ -1,8 +1,9 @@
 public import Libevent
 
 /// Why a resource could not be built from its upstreams, in the words a client gets:
-/// an HTTP status (502 when an upstream failed, 504 when it timed out), a stable code and a
-/// message that names the upstream and the path that failed.
+/// an HTTP status (502 when an upstream failed, 504 when it timed out, 503 when it should
+/// try again later: ``retryAfter``), a stable code and a message that names the upstream and
+/// the path that failed.
 public struct ResourceError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: String, Sendable {
         /// No response: connection refused or broken, TLS failure, response too large.
@@ -11,6 +12,9 @@ public struct ResourceError: Error, Sendable, Equatable, CustomStringConvertible
         case upstreamTimeout = "upstream_timeout"
         /// Too many calls already wait for a connection to the upstream (503, try again soon).
         case upstreamSaturated = "upstream_saturated"
+        /// The upstream's circuit breaker is open: it failed repeatedly and is not called until
+        /// its probe is due (503, `Retry-After` says when).
+        case upstreamCircuitOpen = "upstream_circuit_open"
         /// The upstream answered with a non-2xx status.
         case upstreamStatus = "upstream_status"
         /// The upstream's body was not JSON, or not shaped as configured.
@@ -25,20 +29,30 @@ public struct ResourceError: Error, Sendable, Equatable, CustomStringConvertible
     /// The path called, e.g. `/groups/42/metadata`.
     public let path: String
     public let message: String
+    /// Whole seconds (≥ 1) after which asking again may succeed: a 503's `Retry-After`.
+    public let retryAfter: Int?
 
-    public init(code: Code, upstream: String, path: String, message: String) {
+    /// `retryAfter` defaults to 1 second for a 503 and to none otherwise.
+    public init(code: Code, upstream: String, path: String, message: String, retryAfter: Int? = nil) {
         self.code = code
         self.upstream = upstream
         self.path = path
         self.message = message
+        self.retryAfter = retryAfter ?? ([.upstreamSaturated, .upstreamCircuitOpen].contains(code) ? 1 : nil)
     }
 
     public var status: Int {
         switch code {
         case .upstreamTimeout: 504
-        case .upstreamSaturated: 503
+        case .upstreamSaturated, .upstreamCircuitOpen: 503
         default: 502
         }
+    }
+
+    /// `duration` in whole seconds, rounded up, at least 1 (what `Retry-After` can say).
+    public static func wholeSeconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0))
     }
 
     public var httpError: HTTPError { HTTPError(status: status, code: code.rawValue, message: message) }

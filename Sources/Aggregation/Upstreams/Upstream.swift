@@ -2,11 +2,12 @@ public import Libevent
 public import OpenCombine
 
 /// One configured upstream API: a name, a base URL, and how to call it (deadline, retries
-/// with exponential backoff) through the worker's ``UpstreamClient``. Loop-confined.
+/// with exponential backoff, the process's ``CircuitBreaker`` for it) through the worker's
+/// ``UpstreamClient``. Loop-confined.
 ///
 /// ```swift
 /// let tasks = Upstream(name: "tasks", base: try BaseURL("http://127.0.0.1:8081"), client: client)
-/// tasks.json("/groups")      // a publisher of the parsed body
+/// tasks.json("/groups", trace: request.traceContext)      // a publisher of the parsed body
 /// ```
 public final class Upstream {
     /// How a call to this upstream behaves.
@@ -37,24 +38,29 @@ public final class Upstream {
     public let policy: Policy
     let client: UpstreamClient
     let metrics: UpstreamMetrics
+    /// Shared by every worker's `Upstream` of this name; nil: calls are never refused.
+    let breaker: CircuitBreaker?
 
-    public init(name: String, base: BaseURL, policy: Policy = .init(), client: UpstreamClient) {
+    public init(name: String, base: BaseURL, policy: Policy = .init(), client: UpstreamClient, breaker: CircuitBreaker? = nil) {
         self.name = name
         self.base = base
         self.policy = policy
         self.client = client
+        self.breaker = breaker
         metrics = UpstreamMetrics(upstream: name)
     }
 
     /// GET `path` (percent-encoded, with any query) and parse the 2xx body as JSON; fails
     /// with a ``ResourceError`` naming this upstream and the path. Cancelling cancels the
-    /// call in flight (or the wait before a retry).
+    /// call in flight (or the wait before a retry). Every attempt carries `trace` as a span
+    /// of its own (``TraceContext/upstreamHeaders()``). While the circuit is open, it fails at
+    /// once (`upstream_circuit_open`), and so does a retry that would wait for it.
     ///
     /// ```
     /// request(1) ──▶ GET ──▶ 503 ──backoff──▶ GET ──▶ 200 {…} ──▶ JSON ─|
     /// ```
-    public func json(_ path: String) -> FetchJSON<JSON> {
-        FetchJSON(upstream: self, path: path) { .success($0) }
+    public func json(_ path: String, trace: TraceContext) -> FetchJSON<JSON> {
+        FetchJSON(upstream: self, path: path, trace: trace) { .success($0) }
     }
 
     /// GET `path` and make something of the parsed body with `read`, whose failure fails the
@@ -62,10 +68,12 @@ public final class Upstream {
     /// this once per item).
     ///
     /// ```swift
-    /// tasks.json("/groups") { document in items(in: document) }   // Result<[JSON], ResourceError>
+    /// tasks.json("/groups", trace: trace) { document in items(in: document) }   // Result<[JSON], ResourceError>
     /// ```
-    public func json<Value>(_ path: String, read: @escaping (JSON) -> Result<Value, ResourceError>) -> FetchJSON<Value> {
-        FetchJSON(upstream: self, path: path, read: read)
+    public func json<Value>(
+        _ path: String, trace: TraceContext, read: @escaping (JSON) -> Result<Value, ResourceError>
+    ) -> FetchJSON<Value> {
+        FetchJSON(upstream: self, path: path, trace: trace, read: read)
     }
 
     /// See ``Upstream/json(_:read:)``.
@@ -75,6 +83,7 @@ public final class Upstream {
 
         let upstream: Upstream
         public let path: String
+        public let trace: TraceContext
         let read: (JSON) -> Result<Value, ResourceError>
 
         public func receive<Downstream: Subscriber>(subscriber: Downstream)
@@ -89,6 +98,7 @@ private final class FetchSubscription<Value, Downstream: Subscriber>: Subscripti
 where Downstream.Input == Value, Downstream.Failure == ResourceError {
     private let upstream: Upstream
     private let path: String
+    private let trace: TraceContext
     private let read: (JSON) -> Result<Value, ResourceError>
     private var downstream: Downstream?
     private var started = false
@@ -96,10 +106,13 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
     private var call: UpstreamCall?
     private var backoff: LoopTimer?
     private var attemptStarted = ContinuousClock.now
+    /// The breaker's ticket for the call in flight, to report its outcome with.
+    private var ticket: CircuitBreaker.Ticket?
 
     init(fetch: Upstream.FetchJSON<Value>, downstream: Downstream) {
         upstream = fetch.upstream
         path = fetch.path
+        trace = fetch.trace
         read = fetch.read
         self.downstream = downstream
     }
@@ -115,24 +128,61 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
         if let call {
             call.cancel()
             upstream.metrics.cancellations.increment()
+            report(.neutral)
         }
         call = nil
         backoff = nil
     }
 
     private func send() {
+        switch upstream.breaker?.admit() {
+        case .rejected(let retryAfter)?:
+            return finish(with: circuitOpen(retryAfter: retryAfter))
+        case .admitted(let ticket)?:
+            self.ticket = ticket
+        case nil:
+            break
+        }
         let request = UpstreamRequest(
-            base: upstream.base, path: path, headers: [("Accept", "application/json")], timeout: upstream.policy.timeout,
-            maxResponseBytes: upstream.policy.maxResponseBytes)
+            base: upstream.base, path: path, headers: [("Accept", "application/json")] + trace.upstreamHeaders(),
+            timeout: upstream.policy.timeout, maxResponseBytes: upstream.policy.maxResponseBytes)
         attemptStarted = .now
         call = upstream.client.execute(request) { [self] result in
             call = nil
             upstream.metrics.latency.recordInterval(since: attemptStarted)
             switch result {
-            case .success(let response): received(response)
-            case .failure(let error): failed(ResourceError(error, upstream: upstream.name, path: path), retryable: error.isRetryable)
+            case .success(let response):
+                report(response.status >= 500 ? .failure : .success)
+                received(response)
+            case .failure(let error):
+                report(Self.outcome(of: error))
+                failed(ResourceError(error, upstream: upstream.name, path: path), retryable: error.isRetryable)
             }
         }
+    }
+
+    /// Tells the breaker how the call in flight ended (once).
+    private func report(_ outcome: CircuitBreaker.Outcome) {
+        guard let ticket else { return }
+        self.ticket = nil
+        upstream.breaker?.record(outcome, of: ticket)
+    }
+
+    /// What a call that got no answer says about the upstream's health: a full local pool or
+    /// an answer over our own size limit say nothing.
+    private static func outcome(of error: UpstreamError) -> CircuitBreaker.Outcome {
+        switch error.kind {
+        case .saturated, .responseTooLarge: .neutral
+        case .timeout, .connectionFailed, .tls, .invalidResponse: .failure
+        }
+    }
+
+    private func circuitOpen(retryAfter: Duration) -> ResourceError {
+        let seconds = ResourceError.wholeSeconds(retryAfter)
+        return ResourceError(
+            code: .upstreamCircuitOpen, upstream: upstream.name, path: path,
+            message: "upstream \(upstream.name): GET \(path) not called: it failed repeatedly, the next try is in \(seconds)s",
+            retryAfter: seconds)
     }
 
     private func received(_ response: UpstreamResponse) {
@@ -166,6 +216,8 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
         guard downstream != nil else { return }
         upstream.metrics.failed(error.code)
         if retryable && attempt < upstream.policy.retries {
+            // The failures may just have opened the circuit: no retry goes out while it is.
+            if let retryAfter = upstream.breaker?.rejection() { return finish(with: circuitOpen(retryAfter: retryAfter)) }
             let delay = upstream.policy.backoff * (1 << min(attempt, 16))
             attempt += 1
             let timer = LoopTimer(loop: upstream.client.loop) { [weak self] in
@@ -176,6 +228,10 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
             backoff = timer
             return
         }
+        finish(with: error)
+    }
+
+    private func finish(with error: ResourceError) {
         let downstream = self.downstream
         self.downstream = nil
         downstream?.receive(completion: .failure(error))

@@ -1,9 +1,11 @@
+public import Libevent
 public import OpenCombine
 import Rivers
 
 /// One client's live home page: rows of a ``PagedListResource``, each loading its next page
 /// when the client activates `loadMore` with `topic=<id>`, and all of it starting over on
-/// `reload`. Owned by the client's stream: it goes when the connection closes.
+/// `reload`. Owned by the client's stream: it goes when the connection closes. Its upstream
+/// calls, reloads and later pages included, are spans of `trace`, the opening request's.
 ///
 /// ```
 /// reload ──▶ PublishAndRepeat { rows(loadingMoreOn: trigger).asResult() } ─▶ scan(LiveState) ─▶ removeDuplicates
@@ -19,13 +21,13 @@ public final class RowsView: LiveViewModel {
     private var loadedIDs: Set<String> = []
     public private(set) var states: AnyPublisher<LiveState, Never>
 
-    public init(_ resource: PagedListResource, argument: String = "topic") {
+    public init(_ resource: PagedListResource, argument: String = "topic", trace: TraceContext) {
         self.argument = argument
         let trigger = self.trigger
         var listed: (Set<String>) -> Void = { _ in }
         var loaded: (String) -> Void = { _ in }
         states = Publishers.PublishAndRepeat(onOutputFrom: trigger.signal(activatedBy: Control.reload)) {
-            resource.rows(loadingMoreOn: trigger, knownIDs: { listed($0) }, pageLoaded: { loaded($0) }).asResult()
+            resource.rows(loadingMoreOn: trigger, trace: trace, knownIDs: { listed($0) }, pageLoaded: { loaded($0) }).asResult()
         }
         .scan(LiveState()) { state, result in state.applying(result) }
         .removeDuplicates()

@@ -6,7 +6,8 @@ import Rivers
 /// parameter) searched after it stayed unchanged for the debounce interval, repeated queries
 /// skipped, and a search still running when the query changes cancelled (the upstream sees
 /// its connection close). Each state names the query it answers (``LiveState/inputs``), so a
-/// client can label results with their query.
+/// client can label results with their query. Every search is a span of `trace`, the trace of
+/// the request that opened the stream.
 ///
 /// ```
 /// q: ──"sw"─"swi"─"swift"──────────▶ debounce ─▶ removeDuplicates ─▶ flatMapLatest { search } ─▶ scan(LiveState)
@@ -22,7 +23,7 @@ public final class SearchView: LiveViewModel {
     private let inputName: String
     public private(set) var states: AnyPublisher<LiveState, Never>
 
-    public init(_ resource: SearchResource, initialQuery: String, scheduler: EventLoopScheduler) {
+    public init(_ resource: SearchResource, initialQuery: String, scheduler: EventLoopScheduler, trace: TraceContext) {
         let query = Input(initialQuery)
         self.query = query
         let inputName = resource.definition.parameter
@@ -31,7 +32,7 @@ public final class SearchView: LiveViewModel {
         states = query.prefix(1)
             .merge(with: query.dropFirst().debounce(for: debounce, scheduler: scheduler))
             .removeDuplicates()
-            .flatMapLatest { text in resource.results(for: text).asResult().map { (query: text, result: $0) } }
+            .flatMapLatest { text in resource.results(for: text, trace: trace).asResult().map { (query: text, result: $0) } }
             .scan(LiveState()) { state, answer in state.applying(answer.result, inputs: [inputName: answer.query]) }
             .removeDuplicates()
             .eraseToAnyPublisher()

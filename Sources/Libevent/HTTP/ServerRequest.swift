@@ -98,6 +98,11 @@ public final class ServerRequest {
     /// Query parameters, percent-decoded (`+` is a space); the last value of a repeated name wins.
     public private(set) lazy var queryParameters: [String: String] = QueryString.parse(query ?? "")
 
+    /// The trace the request belongs to: its `traceparent` and `tracestate` when valid, else a
+    /// new trace (``TraceContext``). Fixed on first read, which must come while the request is
+    /// open (its headers are gone once it is answered): the router reads it first thing.
+    public private(set) lazy var traceContext = TraceContext(traceparent: header("traceparent"), tracestate: header("tracestate"))
+
     /// The value of a request header (names compare case-insensitively), or nil.
     public func header(_ name: String) -> String? {
         guard let raw, let value = evhttp_find_header(evhttp_request_get_input_headers(raw), name) else { return nil }

@@ -96,7 +96,7 @@ extension Configuration {
             }
         }
         for (name, section) in try root.section("upstreams")?.namedSections() ?? [] {
-            try section.allowOnly(["url", "timeout", "retries", "backoff", "poolSize", "maxQueue", "maxResponseBytes"])
+            try section.allowOnly(["url", "timeout", "retries", "backoff", "poolSize", "maxQueue", "maxResponseBytes", "circuitBreaker"])
             var upstream = UpstreamSettings(url: try Self.baseURL(try section.requiredString("url"), at: section.location("url")))
             upstream.policy.timeout = try section.duration("timeout") ?? upstream.policy.timeout
             upstream.policy.retries = try section.integer("retries", atLeast: 0) ?? upstream.policy.retries
@@ -104,6 +104,9 @@ extension Configuration {
             upstream.poolSize = try section.integer("poolSize", atLeast: 1) ?? upstream.poolSize
             upstream.maxQueue = try section.integer("maxQueue", atLeast: 0) ?? upstream.maxQueue
             upstream.policy.maxResponseBytes = try section.integer("maxResponseBytes", atLeast: 1024) ?? upstream.policy.maxResponseBytes
+            if let breaker = try section.section("circuitBreaker") {
+                upstream.circuitBreaker = try Self.circuitBreaker(breaker)
+            }
             upstreams[name] = upstream
         }
         for (name, section) in try root.section("resources")?.namedSections() ?? [] {
@@ -166,6 +169,22 @@ extension Configuration {
         default:
             throw ConfigurationError(section.location("kind"), "unknown resource kind \"\(kind)\" (known: list, pages, search)")
         }
+    }
+
+    /// `upstreams.<name>.circuitBreaker`: `failures` (0 turns it off), `openFor` (above zero),
+    /// `enabled` (false turns it off whatever `failures` says).
+    private static func circuitBreaker(_ section: YAMLSection) throws(ConfigurationError) -> CircuitBreaker.Settings {
+        try section.allowOnly(["enabled", "failures", "openFor"])
+        var settings = CircuitBreaker.Settings()
+        settings.failures = try section.integer("failures", atLeast: 0) ?? settings.failures
+        if let openFor = try section.duration("openFor") {
+            guard openFor > .zero else {
+                throw ConfigurationError(section.location("openFor"), "expected a duration above 0, such as 10s, found \(openFor)")
+            }
+            settings.openFor = openFor
+        }
+        if try section.boolean("enabled") == false { settings.failures = 0 }
+        return settings
     }
 
     /// A required upstream path: it must start with `/`.

@@ -112,6 +112,8 @@ public struct Configuration: Sendable {
         /// beyond it a call fails at once, 503 `upstream_saturated`, instead of queueing
         /// without bound while the upstream is slow.
         public var maxQueue = 10_000
+        /// `circuitBreaker: {failures, openFor}` (or `enabled: false`): see ``CircuitBreaker``.
+        public var circuitBreaker = CircuitBreaker.Settings()
 
         public init(url: BaseURL) {
             self.url = url

@@ -136,6 +136,7 @@ extension OpenAPIDocument {
         OpenAPI.ErrorCase(status: 502, code: "upstream_malformed", when: "an upstream's answer was not JSON of the configured shape"),
         OpenAPI.ErrorCase(status: 502, code: "invalid_item_id", when: "an item's id cannot name an upstream path"),
         OpenAPI.ErrorCase(status: 503, code: "upstream_saturated", when: "too many calls already wait for a connection to the upstream"),
+        OpenAPI.ErrorCase(status: 503, code: "upstream_circuit_open", when: "an upstream failed repeatedly and is not called until its circuit breaker's probe"),
         OpenAPI.ErrorCase(status: 504, code: "upstream_timeout", when: "an upstream did not answer in time"),
     ]
 

@@ -3,7 +3,8 @@ import Libevent
 import Logging
 
 /// Sees every request end: one access log line (at `info`) with method, target, status and
-/// duration, and the request metrics:
+/// duration, and as metadata the route and `trace_id`, the trace its upstream calls carry
+/// (``ServerRequest/traceContext``); and the request metrics:
 ///
 /// - `tributary_http_requests_total{route,method,status}` (`status="disconnected"` when the
 ///   client left before the answer: its pipeline was cancelled)
@@ -27,7 +28,7 @@ final class RequestObserver {
         counter(route: route, method: request.method, status: status).increment()
         timer(route: route).recordNanoseconds(Self.nanoseconds(elapsed))
         logger.info("\(request.method.rawValue) \(request.uri) \(status) \(Self.milliseconds(elapsed))ms",
-                    metadata: ["route": "\(route)"])
+                    metadata: ["route": "\(route)", "trace_id": "\(request.traceContext.traceID)"])
     }
 
     private func counter(route: String, method: HTTPMethod, status: String) -> Counter {

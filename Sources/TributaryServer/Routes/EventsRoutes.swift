@@ -33,7 +33,7 @@ struct EventsRoutes {
             }
             var resources: [StreamedResource] = []
             for subscription in query.subscriptions {
-                switch views[subscription.resource]!.make(subscription.parameters) {
+                switch views[subscription.resource]!.make(subscription.parameters, request.traceContext) {
                 case .success(let view):
                     resources.append(StreamedResource(name: subscription.resource, view: view))
                 case .failure(var error):

@@ -4,8 +4,8 @@ import OpenCombine
 
 /// The endpoints of one `kind: list` resource named `name`:
 ///
-/// - `GET /<name>`: the snapshot as JSON, fetched for this request; a client that disconnects
-///   cancels it and every upstream call in flight.
+/// - `GET /<name>`: the snapshot as JSON, fetched for this request (its upstream calls carry
+///   the request's trace); a client that disconnects cancels it and every upstream call in flight.
 /// - `GET /<name>` with `Accept: text/event-stream`: the live stream (``EventStream``) of the
 ///   process's shared pipeline (``LiveSource``).
 /// - `POST /<name>/reload`: refresh the shared pipeline now, for every subscriber (with the
@@ -29,7 +29,7 @@ struct ListResourceRoutes {
 
     /// How a stream of the resource gets its view: it takes no parameters.
     var liveViews: LiveViewFactory {
-        LiveViewFactory { [view] _ in .success(view) }
+        LiveViewFactory { [view] _, _ in .success(view) }
     }
 
     func register(in router: inout Router<Route>) {
@@ -38,7 +38,7 @@ struct ListResourceRoutes {
             if request.acceptsEventStream {
                 streams.open(request, resource: resource.name, views: liveViews)
             } else {
-                request.answer(with: resource.snapshot())
+                request.answer(with: resource.snapshot(trace: request.traceContext))
             }
         }
         router.add(.post, "/\(resource.name)/reload") { request in

@@ -18,7 +18,7 @@ struct PagedListRoutes {
 
     /// How a stream of the resource gets its view: one of its own, taking no parameters.
     var liveViews: LiveViewFactory {
-        LiveViewFactory { [resource, argument] _ in .success(RowsView(resource, argument: argument)) }
+        LiveViewFactory { [resource, argument] _, trace in .success(RowsView(resource, argument: argument, trace: trace)) }
     }
 
     func register(in router: inout Router<Route>) {
@@ -27,7 +27,7 @@ struct PagedListRoutes {
             if request.acceptsEventStream {
                 streams.open(request, resource: resource.name, views: liveViews)
             } else {
-                request.answer(with: resource.firstPages())
+                request.answer(with: resource.firstPages(trace: request.traceContext))
             }
         }
         router.add(.post, "/\(resource.name)/reload") { request in

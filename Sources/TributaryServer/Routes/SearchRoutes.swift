@@ -17,8 +17,8 @@ struct SearchRoutes {
     /// How a stream of the resource gets its view: a session of its own, searching the
     /// query parameter first.
     var liveViews: LiveViewFactory {
-        LiveViewFactory { [self] parameters in
-            query(in: parameters).map { SearchView(resource, initialQuery: $0, scheduler: scheduler) }
+        LiveViewFactory { [self] parameters, trace in
+            query(in: parameters).map { SearchView(resource, initialQuery: $0, scheduler: scheduler, trace: trace) }
         }
     }
 
@@ -27,7 +27,7 @@ struct SearchRoutes {
             request.servesResource()
             if request.acceptsEventStream { return streams.open(request, resource: resource.name, views: liveViews) }
             switch query(in: request.queryParameters) {
-            case .success(let query): request.answer(with: resource.results(for: query))
+            case .success(let query): request.answer(with: resource.results(for: query, trace: request.traceContext))
             case .failure(let error): request.respond(error)
             }
         }

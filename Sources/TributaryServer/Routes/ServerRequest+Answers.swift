@@ -16,13 +16,14 @@ extension ServerRequest {
     }
 
     /// Answers with the document `pipeline` produces (200), or its error (502/503/504; a 503
-    /// says when to try again). A client that disconnects first cancels the pipeline, and
+    /// says when to try again: `Retry-After`, e.g. when an open circuit lets its probe
+    /// through). A client that disconnects first cancels the pipeline, and
     /// with it every upstream call in flight.
     func answer(with pipeline: some Publisher<JSON, ResourceError>) {
         let subscription = pipeline.sink(
             receiveCompletion: { [self] completion in
                 guard case .failure(let error) = completion else { return }
-                respond(error.httpError, headers: error.status == 503 ? [("Retry-After", "1")] : [])
+                respond(error.httpError, headers: error.retryAfter.map { [("Retry-After", String($0))] } ?? [])
             },
             receiveValue: { [self] document in
                 respond(with: Snapshot(document))

@@ -48,7 +48,7 @@ final class EventStreamHub {
     /// Answers `request` with an event stream of `resource` (`GET /<name>`), whose view
     /// `views` makes from the request's query, or with the error it refused the query with.
     func open(_ request: ServerRequest, resource: String, views: LiveViewFactory) {
-        switch views.make(request.queryParameters) {
+        switch views.make(request.queryParameters, request.traceContext) {
         case .success(let view): open(request, carrying: [StreamedResource(name: resource, view: view)], framing: .single)
         case .failure(let error): request.respond(error)
         }

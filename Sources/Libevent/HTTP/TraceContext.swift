@@ -1,0 +1,125 @@
+import Synchronization
+
+/// A W3C Trace Context (https://www.w3.org/TR/trace-context/): the trace a request belongs to,
+/// so every upstream call it causes can be tied back to it. Taken from the request's
+/// `traceparent` when that is valid, otherwise new; each upstream call then goes out as a
+/// span of its own of that trace, with the request's `tracestate` unchanged.
+///
+/// ```swift
+/// let trace = TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "congo=t61")
+/// trace.traceID            // "4bf92f3577b34da6a3ce929d0e0e4736"
+/// trace.upstreamHeaders()  // [("traceparent", "00-4bf92f…4736-<a new span id>-01"), ("tracestate", "congo=t61")]
+/// ```
+///
+/// A value, `Sendable`: it travels with the pipeline a request starts, detail calls that start
+/// long after the handler returned included.
+public struct TraceContext: Sendable, Equatable {
+    /// 32 lowercase hex digits, not all zero.
+    public let traceID: String
+    /// 2 hex digits (bit 0: sampled), passed on as received.
+    public let flags: String
+    /// The request's `tracestate`, forwarded unchanged (only with a valid `traceparent`, and
+    /// at most ``maximumStateBytes``: the length every participant must pass on).
+    public let state: String?
+
+    /// The longest `tracestate` forwarded: W3C asks every participant to pass on at least 512
+    /// bytes; a longer one is dropped rather than copied onto every upstream call.
+    public static let maximumStateBytes = 512
+
+    /// The context of a request: its `traceparent` if valid (version 00, a trace id and a
+    /// parent id of lowercase hex, neither all zero, two hex digits of flags), with its
+    /// `tracestate`; otherwise a new trace, sampled, without state.
+    public init(traceparent: String?, tracestate: String?) {
+        guard let traceparent, let parsed = Self.parse(traceparent) else {
+            self.init()
+            return
+        }
+        self.init(traceID: parsed.traceID, flags: parsed.flags,
+                  state: tracestate.flatMap { $0.utf8.count <= Self.maximumStateBytes && !$0.isEmpty ? $0 : nil })
+    }
+
+    private init(traceID: String, flags: String, state: String?) {
+        self.traceID = traceID
+        self.flags = flags
+        self.state = state
+    }
+
+    /// A new trace: a random trace id, flags `01`, no state (a live pipeline's refresh,
+    /// which no one request causes, starts one of these each time).
+    public init() {
+        var random = SystemRandomNumberGenerator()
+        var high = random.next() as UInt64
+        let low = random.next() as UInt64
+        if high == 0 && low == 0 { high = 1 }  // all zeros is invalid
+        self.init(traceID: Self.hex(high) + Self.hex(low), flags: "01", state: nil)
+    }
+
+    /// The headers of one upstream call: `traceparent` with a new span id, and `tracestate`
+    /// when the request had one.
+    public func upstreamHeaders() -> [(String, String)] {
+        let span = Self.nextSpanID()
+        // 00-<trace id>-<span id>-<flags>, written in place: one allocation per call.
+        let parent = String(unsafeUninitializedCapacity: 55) { buffer in
+            buffer.initialize(repeating: UInt8(ascii: "-"))
+            buffer[0] = UInt8(ascii: "0")
+            buffer[1] = UInt8(ascii: "0")
+            _ = UnsafeMutableBufferPointer(rebasing: buffer[3..<35]).initialize(from: traceID.utf8)
+            for index in 0..<16 {
+                buffer[36 + index] = Self.hexDigits[Int((span >> (60 - 4 * UInt64(index))) & 0xf)]
+            }
+            _ = UnsafeMutableBufferPointer(rebasing: buffer[53..<55]).initialize(from: flags.utf8)
+            return 55
+        }
+        guard let state else { return [("traceparent", parent)] }
+        return [("traceparent", parent), ("tracestate", state)]
+    }
+
+    /// Where span ids come from: a Weyl sequence from a random start, shared by every thread.
+    private static let spanSequence: Atomic<UInt64> = {
+        var random = SystemRandomNumberGenerator()
+        return Atomic(random.next())
+    }()
+
+    /// A new span id: the next value of ``spanSequence`` mixed by SplitMix64, a bijection, so
+    /// ids repeat only after 2⁶⁴ calls and look random. A span id has to be unique, not
+    /// secret, and a system random number per upstream call (a `getrandom` system call,
+    /// ~0.5 µs) would cost more than the rest of the header (`FoundationBench trace`).
+    static func nextSpanID() -> UInt64 {
+        var mixed = spanSequence.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        mixed ^= mixed >> 31
+        return mixed == 0 ? 1 : mixed  // all zeros is invalid
+    }
+
+    /// The trace id and flags of a valid version-00 `traceparent`, or nil.
+    static func parse(_ header: String) -> (traceID: String, flags: String)? {
+        let bytes = Array(header.utf8)
+        // 00-<32 hex>-<16 hex>-<2 hex>
+        guard bytes.count == 55, bytes[0] == UInt8(ascii: "0"), bytes[1] == UInt8(ascii: "0"),
+              bytes[2] == UInt8(ascii: "-"), bytes[35] == UInt8(ascii: "-"), bytes[52] == UInt8(ascii: "-") else { return nil }
+        let traceID = bytes[3..<35]
+        let parentID = bytes[36..<52]
+        let flags = bytes[53..<55]
+        guard [traceID, parentID, flags].allSatisfy({ $0.allSatisfy(isLowercaseHex) }),
+              traceID.contains(where: { $0 != UInt8(ascii: "0") }),
+              parentID.contains(where: { $0 != UInt8(ascii: "0") }) else { return nil }
+        return (String(decoding: traceID, as: UTF8.self), String(decoding: flags, as: UTF8.self))
+    }
+
+    private static func isLowercaseHex(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// 16 lowercase hex digits, leading zeros kept.
+    private static func hex(_ value: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            for index in 0..<16 {
+                buffer[index] = hexDigits[Int((value >> (60 - 4 * UInt64(index))) & 0xf)]
+            }
+            return 16
+        }
+    }
+}
