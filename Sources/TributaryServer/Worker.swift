@@ -31,6 +31,8 @@ public final class Worker {
     private var cluster: ClusterAgent?
     private var shutdown: (done: () -> Void, deadline: LoopTimer)?
     private var drainCheck: LoopTimer?
+    /// The process's last good JSON documents, for `staleIfError` (the first worker's).
+    private let staleSnapshots: StaleSnapshots
 
     /// What the first worker of a process shares with the others: the live pipelines it runs
     /// for all of them, and the process's place in the fleet.
@@ -38,6 +40,7 @@ public final class Worker {
         /// Each live resource's source: the pipeline, or in a fleet its ``FleetLiveResource``.
         public let live: [String: LoopBound<any LiveSource>]
         let cluster: ClusterLink?
+        let staleSnapshots: StaleSnapshots
     }
 
     /// A worker on `loop`. The first worker of a process runs the live pipelines itself (and,
@@ -56,6 +59,7 @@ public final class Worker {
         self.logger = logger
         client = UpstreamClient(loop: loop)
         self.directory = directory
+        staleSnapshots = firstWorkerShares?.staleSnapshots ?? StaleSnapshots()
         var clusterLink = firstWorkerShares?.cluster
         if firstWorkerShares == nil, let settings = configuration.cluster {
             let agent = ClusterAgent(settings: settings, loop: loop, directory: directory, logger: logger)
@@ -123,6 +127,7 @@ public final class Worker {
         var owned: [String: LoopBound<any LiveSource>] = [:]
         var liveViews: [String: LiveViewFactory] = [:]
         for (name, resource) in configuration.resources.sorted(by: { $0.key < $1.key }) {
+            let answers = JSONAnswers(resource: name, settings: resource.answers, staleSnapshots: staleSnapshots)
             switch resource {
             case .list(let settings):
                 let list = ListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
@@ -134,25 +139,25 @@ public final class Worker {
                     live = cluster.map { $0.adopt(local) } ?? local
                     owned[name] = LoopBound(live, loop: loop)
                 }
-                let routes = ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin)
+                let routes = ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin, answers: answers)
                 routes.register(in: &router)
                 liveViews[name] = routes.liveViews
             case .pages(let settings):
                 let pages = PagedListResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
                 let routes = PagedListRoutes(
                     resource: pages, argument: settings.loadMoreArgument, streams: streams, directory: directory,
-                    cluster: clusterLink, admin: admin)
+                    cluster: clusterLink, admin: admin, answers: answers)
                 routes.register(in: &router)
                 liveViews[name] = routes.liveViews
             case .search(let settings):
                 let search = SearchResource(name: name, upstream: upstreams[settings.upstream]!, definition: settings.definition)
-                let routes = SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop))
+                let routes = SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop), answers: answers)
                 routes.register(in: &router)
                 liveViews[name] = routes.liveViews
             }
         }
         EventsRoutes(views: liveViews, streams: streams).register(in: &router)
-        if firstWorkerShares == nil { shares = Shares(live: owned, cluster: clusterLink) }
+        if firstWorkerShares == nil { shares = Shares(live: owned, cluster: clusterLink, staleSnapshots: staleSnapshots) }
         StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
         OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
     }

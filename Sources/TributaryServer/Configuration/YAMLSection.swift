@@ -74,6 +74,15 @@ struct YAMLSection {
         return value
     }
 
+    func bool(_ key: String) throws(ConfigurationError) -> Bool? {
+        guard let text = try scalar(key) else { return nil }
+        switch text {
+        case "true": return true
+        case "false": return false
+        default: throw ConfigurationError(location(key), "expected true or false, found \"\(text)\"")
+        }
+    }
+
     func duration(_ key: String) throws(ConfigurationError) -> Duration? {
         guard let text = try scalar(key) else { return nil }
         guard let value = ConfigDuration.parse(text) else {
