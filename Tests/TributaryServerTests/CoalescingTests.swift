@@ -38,6 +38,28 @@ struct CoalescingTests {
         await upstream.shutdown()
     }
 
+    @Test("pages and search resources coalesce too, a search per query: the same query shares, another does not")
+    func pagesAndSearch() async throws {
+        let media = MediaFixture(topics: ["a", "b"])
+        let upstream = try await ScriptedUpstream.start { request in
+            var reply = SearchFixture.reply(to: request) ?? media.reply(to: request) ?? .json("{}", status: 404)
+            if request.path == "/topics" || request.path == "/search/repositories" { reply.delay = Self.slowList }
+            return reply
+        }
+        let service = try await ServiceHarness(yaml: ServiceHarness.viewModelsYAML(upstream: upstream.baseURL))
+        let rows = try await Self.send(5, to: service.port, "/rows")
+        let swift = try await Self.send(5, to: service.port, "/search?q=swift")
+        let vapor = try await Self.send(5, to: service.port, "/search?q=vapor")
+        for client in rows { #expect(try await client.readResponse().text == media.rowsJSON()) }
+        for client in swift { #expect(try await client.readResponse().text == SearchFixture.itemsJSON(for: "swift")) }
+        for client in vapor { #expect(try await client.readResponse().text == SearchFixture.itemsJSON(for: "vapor")) }
+        #expect(upstream.requests.filter { $0.path == "/topics" }.count == 1)
+        #expect(upstream.requests.filter { $0.path.hasPrefix("/topics/") }.count == 2)
+        #expect(upstream.requests.compactMap { $0.query["q"] }.sorted() == ["swift", "vapor"])
+        await service.stop()
+        await upstream.shutdown()
+    }
+
     @Test("with coalesce: false, 50 simultaneous requests cost 50 list calls")
     func coalescingOff() async throws {
         let fixture = TaskGroupsFixture(count: 2)
