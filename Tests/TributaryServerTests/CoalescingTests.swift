@@ -6,7 +6,7 @@ import TributaryTesting
 @Suite("Coalescing of JSON answers")
 struct CoalescingTests {
     /// The list call answers after this long: every request sent before it joins the run.
-    static let slowList = Duration.seconds(1)
+    static let slowList = Duration.seconds(2)
 
     /// `count` connections, each with `GET path` sent (with `headers`), not yet read.
     private static func send(_ count: Int, to port: UInt16, _ path: String = "/groups", method: String = "GET",
@@ -107,7 +107,8 @@ struct CoalescingTests {
     func oneLeaves() async throws {
         let fixture = TaskGroupsFixture(count: 5)
         let upstream = try await ScriptedUpstream.start { request in
-            fixture.reply(to: request, delay: request.path == "/groups" ? Self.slowList * 2 : .zero)!
+            // Slow enough for the service to see the disconnect first on a loaded machine.
+            fixture.reply(to: request, delay: request.path == "/groups" ? Self.slowList * 3 : .zero)!
         }
         let service = try await ServiceHarness(yaml: Self.yaml(upstream: upstream.baseURL, resource: "coalescedleaving"))
         let clients = try await Self.send(3, to: service.port, "/coalescedleaving")
@@ -164,7 +165,7 @@ struct CoalescingTests {
     /// Whether the worker has counted `count` requests of `route` whose client left first.
     private static func disconnected(from service: ServiceHarness, route: String, count: Int) async throws -> Bool {
         let line = #"tributary_http_requests_total{route="\#(route)",method="GET",status="disconnected"} \#(count)"#
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             if try await service.get("/metrics").text.split(separator: "\n").contains(Substring(line)) { return true }
             try await Task.sleep(for: .milliseconds(20))
