@@ -5,7 +5,10 @@
 #
 #   Benchmarks/groups.sh N [DELAY_MS=20]          e.g. Benchmarks/groups.sh 10, Benchmarks/groups.sh 100
 #
-# Env: PEERS="go hb node aiohttp" ROUNDS=2 (and everything ../shared/bench/bench-all.sh reads).
+# Env: PEERS="go hb node aiohttp" ROUNDS=2 (and everything ../shared/bench/bench-all.sh reads),
+# COALESCE=off|on (default off: the peers do not coalesce identical requests, so Tributary
+# runs with `coalesce: false` on every resource, from a temporary copy of the configuration;
+# `on` measures what coalescing buys). The first line printed says which one a run used.
 # The shared harness is read-only, so it is copied to $BENCH_COPY (default
 # /tmp/tributary-bench) and missing peers are built there once (Hummingbird takes minutes).
 # Tributary runs from the release build with its access log off (the peers log nothing).
@@ -30,9 +33,21 @@ for peer in $peers; do
     esac
 done
 
+coalesce=${COALESCE:-off}
+case $coalesce in
+    on|off) ;;
+    *) echo "COALESCE must be on or off, not \"$coalesce\"" >&2; exit 2 ;;
+esac
+config=$(mktemp /tmp/tributary-groups-bench.XXXXXX.yaml)
+trap 'rm -f "$config"' EXIT
+# Every resource's coalesce line dropped, then `coalesce: <on|off>` after its `kind:`.
+value=$([ "$coalesce" = on ] && echo true || echo false)
+sed -E -e '/^    coalesce:/d' -e "s/^(    kind: .*)$/\1\n    coalesce: $value/" "$root/config/tributary.yaml" >"$config"
+
 (cd "$root" && swift build -c release --product tributary >/dev/null)
 export TRIBUTARY_BIN="$root/.build/release/tributary"
-export TRIBUTARY_CONFIG="$root/config/tributary.yaml"
+export TRIBUTARY_CONFIG="$config"
 export TRIBUTARY_LOG_LEVEL=warning
 export PEERS="$peers" ROUNDS=${ROUNDS:-2}
-exec "$copy/bench-all.sh" "$n" "$delay"
+echo "# Tributary: coalescing $coalesce (COALESCE=$coalesce; resources.*.coalesce: $value)"
+"$copy/bench-all.sh" "$n" "$delay"

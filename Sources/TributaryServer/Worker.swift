@@ -35,6 +35,8 @@ public final class Worker {
     private var breakers: [String: CircuitBreaker] = [:]
     private var shutdown: (done: () -> Void, deadline: LoopTimer)?
     private var drainCheck: LoopTimer?
+    /// The process's last good JSON documents, for `staleIfError` (the first worker's).
+    private let staleSnapshots: StaleSnapshots
 
     /// What the first worker of a process shares with the others: the live pipelines it runs
     /// for all of them, the process's place in the fleet, and its circuit breakers (an
@@ -44,6 +46,7 @@ public final class Worker {
         public let live: [String: LoopBound<any LiveSource>]
         let cluster: ClusterLink?
         let breakers: [String: CircuitBreaker]
+        let staleSnapshots: StaleSnapshots
     }
 
     /// A worker on `loop`. The first worker of a process runs the live pipelines itself (and,
@@ -62,6 +65,7 @@ public final class Worker {
         self.logger = logger
         client = UpstreamClient(loop: loop)
         self.directory = directory
+        staleSnapshots = firstWorkerShares?.staleSnapshots ?? StaleSnapshots()
         var clusterLink = firstWorkerShares?.cluster
         if firstWorkerShares == nil, let settings = configuration.cluster {
             let agent = ClusterAgent(settings: settings, loop: loop, directory: directory, logger: logger)
@@ -179,7 +183,10 @@ public final class Worker {
         var router = Router<Route>()
         for name in mounted.keys.sorted() { mounted[name]!.register(&router) }
         EventsRoutes(views: mounted.mapValues(\.liveViews), streams: streams).register(in: &router)
-        if firstWorkerShares == nil { shares = Shares(live: mounted.compactMapValues(\.owned), cluster: clusterLink, breakers: breakers) }
+        if firstWorkerShares == nil {
+            shares = Shares(
+                live: mounted.compactMapValues(\.owned), cluster: clusterLink, breakers: breakers, staleSnapshots: staleSnapshots)
+        }
         StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
         OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
         self.router = router
@@ -194,6 +201,7 @@ public final class Worker {
     private func mount(_ name: String) -> MountedResource {
         let resource = configuration.resources[name]!
         let upstream = upstreams[resource.upstream]!.upstream
+        let answers = JSONAnswers(resource: name, settings: resource.answers, staleSnapshots: staleSnapshots)
         switch resource {
         case .list(let settings):
             let list = ListResource(name: name, upstream: upstream, definition: settings.definition)
@@ -206,19 +214,19 @@ public final class Worker {
                 live = cluster.map { $0.adopt(local) } ?? local
                 owned = LoopBound(live, loop: loop)
             }
-            let routes = ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin)
+            let routes = ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin, answers: answers)
             return MountedResource(
                 definition: configuration.definition(of: name)!, register: routes.register(in:), liveViews: routes.liveViews, owned: owned)
         case .pages(let settings):
             let pages = PagedListResource(name: name, upstream: upstream, definition: settings.definition)
             let routes = PagedListRoutes(
                 resource: pages, argument: settings.loadMoreArgument, streams: streams, directory: directory,
-                cluster: clusterLink, admin: admin)
+                cluster: clusterLink, admin: admin, answers: answers)
             return MountedResource(
                 definition: configuration.definition(of: name)!, register: routes.register(in:), liveViews: routes.liveViews, owned: nil)
         case .search(let settings):
             let search = SearchResource(name: name, upstream: upstream, definition: settings.definition)
-            let routes = SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop))
+            let routes = SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop), answers: answers)
             return MountedResource(
                 definition: configuration.definition(of: name)!, register: routes.register(in:), liveViews: routes.liveViews, owned: nil)
         }

@@ -117,6 +117,9 @@ struct ConfigurationTests {
         ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: /g/x}\n", "t.yaml: resources.groups.details.path: expected a path starting with / holding {id} once"),
         ("resources:\n  groups:\n    kind: tree\n", "t.yaml: resources.groups.kind: unknown resource kind \"tree\""),
         ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n    concurrency: 0\n", "t.yaml: resources.groups.concurrency: expected a whole number ≥ 1, found \"0\""),
+        ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n    coalesce: maybe\n", "t.yaml: resources.groups.coalesce: expected true or false, found \"maybe\""),
+        ("resources:\n  s:\n    kind: search\n    upstream: x\n    path: /s\n    staleIfError: soon\n", "t.yaml: resources.s.staleIfError: expected a duration such as 250ms"),
+        ("resources:\n  s:\n    kind: search\n    upstream: x\n    path: /s\n    staleIfError: 0s\n", "t.yaml: resources.s.staleIfError: expected a duration longer than 0s"),
         ("cluster:\n  redis: http://x:1\n", "t.yaml: cluster.redis: \"http://x:1\""),
         ("cluster:\n  redis: redis://x:99999\n", "t.yaml: cluster.redis: \"redis://x:99999\": the port must be 1…65535"),
         ("cluster:\n  leaseTTL: 3s\n", "t.yaml: cluster.redis: required"),
@@ -132,6 +135,25 @@ struct ConfigurationTests {
     func namesTheKey(_ yaml: String, _ expected: String) {
         let message = problem(yaml)
         #expect(message?.hasPrefix(expected) == true, "got \(message ?? "no error")")
+    }
+
+    @Test("coalesce is on and staleIfError off unless set, on every kind of resource")
+    func answerSettings() throws {
+        let shipped = try Configuration.load(yaml: Self.shipped, file: "f")
+        for (name, resource) in shipped.resources {
+            #expect(resource.answers == Configuration.JSONAnswerSettings(coalesce: true, staleIfError: nil), "\(name)")
+        }
+        let configuration = try Configuration.load(yaml: """
+            upstreams:
+              x: {url: "http://127.0.0.1:1"}
+            resources:
+              l: {kind: list, upstream: x, list: {path: /l}, details: {path: "/l/{id}"}, coalesce: false, staleIfError: 30s}
+              p: {kind: pages, upstream: x, list: {path: /p}, pages: {path: "/p/{id}"}, staleIfError: 1m}
+              s: {kind: search, upstream: x, path: /s, coalesce: false}
+            """, file: "t.yaml")
+        #expect(configuration.resources["l"]?.answers == Configuration.JSONAnswerSettings(coalesce: false, staleIfError: .seconds(30)))
+        #expect(configuration.resources["p"]?.answers == Configuration.JSONAnswerSettings(coalesce: true, staleIfError: .seconds(60)))
+        #expect(configuration.resources["s"]?.answers == Configuration.JSONAnswerSettings(coalesce: false, staleIfError: nil))
     }
 
     @Test("overrides that name unknown upstreams or malformed values are refused")

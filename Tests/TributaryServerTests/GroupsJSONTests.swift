@@ -60,6 +60,7 @@ struct GroupsJSONTests {
                 upstream: tasks
                 list: {path: /groups, items: result}
                 details: {path: "/groups/{id}/metadata", value: result}
+                coalesce: false  # each request its own calls, or the later ones would join the first
             """)
         let first = try await TestConnection(port: service.port)
         try await first.sendRequest("GET", "/groups")

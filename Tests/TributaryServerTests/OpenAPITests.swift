@@ -7,7 +7,8 @@ import TributaryTesting
 @Suite("GET /openapi.json: the API described, from the loaded configuration")
 struct OpenAPITests {
     /// The shipped configuration with two more resources: a list `teams` and a search `lookup`
-    /// whose query parameter is `term` (`resources:` is the file's last section).
+    /// whose query parameter is `term` and which answers stale if error (`resources:` is the
+    /// file's last section).
     static let extendedYAML = ShippedConfiguration.yaml + """
 
           teams:
@@ -20,6 +21,7 @@ struct OpenAPITests {
             upstream: search
             path: /lookup
             parameter: term
+            staleIfError: 30s
 
         """
 
@@ -61,6 +63,9 @@ struct OpenAPITests {
         #expect(term["in"] as? String == "query")
         #expect(Self.at(term, "schema", "maxLength") as? Int == 256)
         #expect(Self.codes(lookup, "400") == ["malformed_request", "bad_request"])
+        let staleHeaders = Self.at(lookup, "responses", "200", "headers") as? [String: Any]
+        #expect(Set(staleHeaders?.keys.map { $0 } ?? []) == ["Age", "Tributary-Stale"], "staleIfError: the stale answer's headers")
+        #expect(Self.at(teams, "responses", "200", "headers") == nil, "no staleIfError: no stale answers")
 
         let events = try #require(paths["/events"]?["get"] as? [String: Any])
         let resource = try #require(Self.parameters(events).first { $0["name"] as? String == "resource" })

@@ -7,7 +7,7 @@ import TributaryTesting
 struct ProcessTests {
     /// One worker unless `--workers` says otherwise; only the tasks upstream, so `poolSize`
     /// is its origin's alone.
-    static func yaml(upstream: String, shutdownTimeout: String = "5s", poolSize: Int = 64) -> String {
+    static func yaml(upstream: String, shutdownTimeout: String = "5s", poolSize: Int = 64, coalesce: Bool = true) -> String {
         """
         server:
           workers: 1
@@ -20,6 +20,7 @@ struct ProcessTests {
             upstream: tasks
             list: {path: /groups, items: result, id: id}
             details: {path: "/groups/{id}/metadata", value: result}
+            coalesce: \(coalesce)
         """
     }
 
@@ -83,9 +84,10 @@ struct ProcessTests {
         let fixture = TaskGroupsFixture(count: 12)
         let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0, delay: .milliseconds(20))! }
         let service = try await ServiceProcess(
-            yaml: Self.yaml(upstream: upstream.baseURL, poolSize: 4), arguments: ["--workers", "2"])
+            yaml: Self.yaml(upstream: upstream.baseURL, poolSize: 4, coalesce: false), arguments: ["--workers", "2"])
         // Eight clients at once: with SO_REUSEPORT both workers get some of them, and each
-        // would fill a pool of its own if poolSize were per worker.
+        // would fill a pool of its own if poolSize were per worker (every request its own
+        // calls: coalesced, they would share them).
         var clients: [TestConnection] = []
         for _ in 0..<8 { clients.append(try await TestConnection(port: service.port)) }
         for client in clients { try await client.sendRequest("GET", "/groups") }

@@ -25,6 +25,7 @@ type Config struct {
 	OnItemFailure   string // resources.groups.onItemFailure
 	Rows            bool   // also resources.rows (kind: pages, on the media upstream)
 	MediaMaxQueue   int    // upstreams.media.maxQueue (all three share one origin: the largest applies)
+	NoCoalescing    bool   // coalesce: false on every resource (one upstream run per JSON request)
 }
 
 // WriteConfig writes the configuration to dir/tributary.yaml and returns that path.
@@ -73,6 +74,9 @@ func WriteConfig(dir string, c Config) (string, error) {
 	line("    concurrency: 64")
 	optional("    ", "refreshInterval", c.RefreshInterval)
 	optional("    ", "onItemFailure", c.OnItemFailure)
+	if c.NoCoalescing {
+		line("    coalesce: false")
+	}
 	if c.Rows {
 		line("  rows:")
 		line("    kind: pages")
@@ -89,6 +93,9 @@ func WriteConfig(dir string, c Config) (string, error) {
 		line("    row:")
 		line("      item: topic")
 		line("      pages: medias")
+		if c.NoCoalescing {
+			line("    coalesce: false")
+		}
 	}
 	path := filepath.Join(dir, "tributary.yaml")
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)

@@ -126,5 +126,8 @@ func writeConfig(dir, url string) (string, error) {
 	return harness.WriteConfig(dir, harness.Config{
 		Tool: "soak", UpstreamURL: url, Heartbeat: "2s",
 		Timeout: "1s", Retries: 1, Backoff: "50ms", RefreshInterval: "1s", OnItemFailure: "mark",
+		// The checks hold each JSON 5xx and each failed item to one injected fault: with
+		// coalescing, one fault would reach every client of a run.
+		NoCoalescing: true,
 	})
 }

@@ -116,9 +116,10 @@ extension Configuration {
 
     private static func resource(_ section: YAMLSection) throws(ConfigurationError) -> Resource {
         let kind = try section.requiredString("kind")
+        let answers = try answerSettings(section)
         switch kind {
         case "list":
-            try section.allowOnly(["kind", "upstream", "list", "details", "concurrency", "refreshInterval", "onItemFailure"])
+            try section.allowOnly(answerKeys.union(["kind", "upstream", "list", "details", "concurrency", "refreshInterval", "onItemFailure"]))
             let list = try section.requiredSection("list")
             try list.allowOnly(["path", "items", "id"])
             let details = try section.requiredSection("details")
@@ -138,9 +139,10 @@ extension Configuration {
                     detailAt: JSONPath(try details.string("value") ?? ""),
                     concurrency: try section.integer("concurrency", atLeast: 1) ?? 16, onItemFailure: policy))
             settings.refreshInterval = try section.duration("refreshInterval") ?? settings.refreshInterval
+            settings.answers = answers
             return .list(settings)
         case "pages":
-            try section.allowOnly(["kind", "upstream", "list", "pages", "row", "concurrency", "loadMoreArgument"])
+            try section.allowOnly(answerKeys.union(["kind", "upstream", "list", "pages", "row", "concurrency", "loadMoreArgument"]))
             let list = try section.requiredSection("list")
             try list.allowOnly(["path", "items", "id"])
             let pages = try section.requiredSection("pages")
@@ -156,16 +158,18 @@ extension Configuration {
                     cursorParameter: try pages.string("parameter") ?? "page", rowItemKey: try row?.string("item") ?? "item",
                     rowPagesKey: try row?.string("pages") ?? "items", concurrency: try section.integer("concurrency", atLeast: 1) ?? 8))
             settings.loadMoreArgument = try section.string("loadMoreArgument") ?? settings.loadMoreArgument
+            settings.answers = answers
             return .pages(settings)
         case "search":
-            try section.allowOnly(["kind", "upstream", "path", "parameter", "items", "minimumLength", "debounce"])
+            try section.allowOnly(answerKeys.union(["kind", "upstream", "path", "parameter", "items", "minimumLength", "debounce"]))
             return .search(SearchSettings(
                 upstream: try section.requiredString("upstream"),
                 definition: SearchResource.Definition(
                     path: try path(section, "path"), parameter: try section.string("parameter") ?? "q",
                     itemsAt: JSONPath(try section.string("items") ?? ""),
                     minimumLength: try section.integer("minimumLength", atLeast: 0) ?? 3,
-                    debounce: try section.duration("debounce") ?? .milliseconds(300))))
+                    debounce: try section.duration("debounce") ?? .milliseconds(300)),
+                answers: answers))
         default:
             throw ConfigurationError(section.location("kind"), "unknown resource kind \"\(kind)\" (known: list, pages, search)")
         }
@@ -184,6 +188,23 @@ extension Configuration {
             settings.openFor = openFor
         }
         if try section.boolean("enabled") == false { settings.failures = 0 }
+        return settings
+    }
+
+    /// The keys of ``JSONAnswerSettings``, which every kind of resource takes.
+    private static let answerKeys: Set<String> = ["coalesce", "staleIfError"]
+
+    /// `coalesce` and `staleIfError` of a resource (`staleIfError` is off unless given, and
+    /// then longer than zero: leaving it out is how to say "off").
+    private static func answerSettings(_ section: YAMLSection) throws(ConfigurationError) -> JSONAnswerSettings {
+        var settings = JSONAnswerSettings()
+        settings.coalesce = try section.boolean("coalesce") ?? settings.coalesce
+        if let staleIfError = try section.duration("staleIfError") {
+            guard staleIfError > .zero else {
+                throw ConfigurationError(section.location("staleIfError"), "expected a duration longer than 0s (leave the key out to turn stale answers off)")
+            }
+            settings.staleIfError = staleIfError
+        }
         return settings
     }
 

@@ -143,6 +143,32 @@ public struct Configuration: Sendable {
             case .search(let settings): settings.upstream
             }
         }
+
+        /// How its JSON answers are made: `coalesce`, `staleIfError`.
+        public var answers: JSONAnswerSettings {
+            switch self {
+            case .list(let settings): settings.answers
+            case .pages(let settings): settings.answers
+            case .search(let settings): settings.answers
+            }
+        }
+    }
+
+    /// `resources.<name>.coalesce` and `.staleIfError`, the same for every kind: how the
+    /// resource's JSON answers (not its streams) are made when many ask at once or an
+    /// upstream fails (``JSONAnswers``).
+    public struct JSONAnswerSettings: Sendable, Equatable {
+        /// `coalesce` (default true): identical JSON GETs in flight at once on a worker share
+        /// one run of the pipeline, so 50 clients cost the upstream one fetch, not 50.
+        public var coalesce = true
+        /// `staleIfError` (default off): when a fetch fails, answer the last good document of
+        /// the same URL if it was fetched no longer ago than this, marked stale.
+        public var staleIfError: Duration?
+
+        public init(coalesce: Bool = true, staleIfError: Duration? = nil) {
+            self.coalesce = coalesce
+            self.staleIfError = staleIfError
+        }
     }
 
     /// A `kind: list` resource.
@@ -153,6 +179,8 @@ public struct Configuration: Sendable {
         public var definition: ListResource.Definition
         /// `refreshInterval`: how often live streams refresh (also on `POST /<name>/reload`).
         public var refreshInterval: Duration = .seconds(5)
+        /// `coalesce`, `staleIfError`.
+        public var answers = JSONAnswerSettings()
     }
 
     /// A `kind: pages` resource.
@@ -163,6 +191,8 @@ public struct Configuration: Sendable {
         public var definition: PagedListResource.Definition
         /// `loadMoreArgument`: the query parameter of the `loadMore` trigger naming the item.
         public var loadMoreArgument = "topic"
+        /// `coalesce`, `staleIfError`.
+        public var answers = JSONAnswerSettings()
     }
 
     /// A `kind: search` resource.
@@ -171,6 +201,8 @@ public struct Configuration: Sendable {
         public var upstream: String
         /// `path`, `parameter`, `items`, `minimumLength`, `debounce`.
         public var definition: SearchResource.Definition
+        /// `coalesce`, `staleIfError`.
+        public var answers = JSONAnswerSettings()
     }
 }
 

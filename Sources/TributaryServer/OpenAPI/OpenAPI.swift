@@ -78,9 +78,12 @@ enum OpenAPI {
         var status: Int
         var description: String
         var content: [(mediaType: String, schema: JSON)]
+        /// Response headers worth describing (the usual ones, `ETag`, `Vary`, are not listed).
+        var headers: [(name: String, header: JSON)] = []
 
         var json: JSON {
             var members: [(key: String, value: JSON)] = [("description", .string(description))]
+            if !headers.isEmpty { members.append(("headers", .object(headers.map { (key: $0.name, value: $0.header) }))) }
             if !content.isEmpty {
                 members.append(("content", .object(content.map { (key: $0.mediaType, value: .object([("schema", $0.schema)])) })))
             }
@@ -142,7 +145,7 @@ enum OpenAPI {
             }
         }
 
-        private static func header(_ description: String, required: Bool = false, integer: Bool = false) -> JSON {
+        static func header(_ description: String, required: Bool = false, integer: Bool = false) -> JSON {
             var members: [(key: String, value: JSON)] = [("description", .string(description))]
             if required { members.append(("required", .bool(true))) }
             members.append(("schema", .object([("type", .string(integer ? "integer" : "string"))])))

@@ -59,10 +59,25 @@ extension OpenAPIDocument {
             parameters: parameters,
             answers: [OpenAPI.Answer(status: 200, description: "The document, or its live stream.", content: [
                 ("application/json", document), ("text/event-stream", events),
-            ]), OpenAPI.Answer(status: 304, description: "The JSON document `If-None-Match` names is still current: no body.", content: [])],
+            ], headers: Self.staleHeaders(resource)), OpenAPI.Answer(
+                status: 304, description: "The JSON document `If-None-Match` names is still current: no body.", content: [],
+                headers: Self.staleHeaders(resource))],
             errors: errors + [
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "an event stream asked for at `sse.maxSubscribers` streams"),
             ])
+    }
+
+    /// `Age` and `Tributary-Stale`, which a JSON answer carries when it is the last good
+    /// document served after a failed fetch: only for a resource with `staleIfError`.
+    private static func staleHeaders(_ resource: Configuration.Resource) -> [(name: String, header: JSON)] {
+        guard let maximumAge = resource.answers.staleIfError else { return [] }
+        return [
+            ("Age", OpenAPI.ErrorCase.header(
+                "JSON, stale answers only: whole seconds since the document was fetched (at most \(maximumAge), `staleIfError`).",
+                integer: true)),
+            ("Tributary-Stale", OpenAPI.ErrorCase.header(
+                "JSON, stale answers only: the fetch failed with this error code (e.g. `upstream_timeout`); the document is the last good one.")),
+        ]
     }
 
     /// The name of `/<name>`'s document schema under `components.schemas`.

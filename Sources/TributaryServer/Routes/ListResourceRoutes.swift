@@ -4,8 +4,10 @@ import OpenCombine
 
 /// The endpoints of one `kind: list` resource named `name`:
 ///
-/// - `GET /<name>`: the snapshot as JSON, fetched for this request (its upstream calls carry
-///   the request's trace); a client that disconnects cancels it and every upstream call in flight.
+/// - `GET /<name>`: the snapshot as JSON, fetched for this request and those asking at the
+///   same time (``JSONAnswers``; the upstream calls carry the trace of the request that
+///   started the run); the last of them to disconnect cancels it and every upstream call in
+///   flight.
 /// - `GET /<name>` with `Accept: text/event-stream`: the live stream (``EventStream``) of the
 ///   process's shared pipeline (``LiveSource``).
 /// - `POST /<name>/reload`: refresh the shared pipeline now, for every subscriber (with the
@@ -15,15 +17,17 @@ struct ListResourceRoutes {
     let live: any LiveSource
     let streams: EventStreamHub
     let admin: AdminToken
+    let answers: JSONAnswers
 
     /// Every stream of the resource on this worker shows the same view of the shared pipeline.
     private let view: SharedLiveView
 
-    init(resource: ListResource, live: any LiveSource, streams: EventStreamHub, admin: AdminToken) {
+    init(resource: ListResource, live: any LiveSource, streams: EventStreamHub, admin: AdminToken, answers: JSONAnswers) {
         self.resource = resource
         self.live = live
         self.streams = streams
         self.admin = admin
+        self.answers = answers
         view = SharedLiveView(live)
     }
 
@@ -38,7 +42,7 @@ struct ListResourceRoutes {
             if request.acceptsEventStream {
                 streams.open(request, resource: resource.name, views: liveViews)
             } else {
-                request.answer(with: resource.snapshot(trace: request.traceContext))
+                answers.answer(request, url: "") { resource.snapshot(trace: request.traceContext) }
             }
         }
         router.add(.post, "/\(resource.name)/reload") { request in

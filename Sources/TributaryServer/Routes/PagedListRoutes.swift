@@ -3,7 +3,7 @@ import Libevent
 
 /// The endpoints of one `kind: pages` resource named `name` (e.g. `rows`):
 ///
-/// - `GET /<name>`: every row with its first page, as JSON.
+/// - `GET /<name>`: every row with its first page, as JSON (``JSONAnswers``).
 /// - `GET /<name>` with `Accept: text/event-stream`: a stream with a view of its own
 ///   (``RowsView``): triggers `loadMore` (`?topic=<id>`: that row's next page) and `reload`.
 /// - `POST /<name>/reload`: `reload` every live stream of the resource, on every worker, and in
@@ -15,6 +15,7 @@ struct PagedListRoutes {
     let directory: StreamDirectory
     let cluster: ClusterLink?
     let admin: AdminToken
+    let answers: JSONAnswers
 
     /// How a stream of the resource gets its view: one of its own, taking no parameters.
     var liveViews: LiveViewFactory {
@@ -27,7 +28,7 @@ struct PagedListRoutes {
             if request.acceptsEventStream {
                 streams.open(request, resource: resource.name, views: liveViews)
             } else {
-                request.answer(with: resource.firstPages(trace: request.traceContext))
+                answers.answer(request, url: "") { resource.firstPages(trace: request.traceContext) }
             }
         }
         router.add(.post, "/\(resource.name)/reload") { request in

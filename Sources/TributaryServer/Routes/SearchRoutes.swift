@@ -4,7 +4,8 @@ import Libevent
 /// The endpoints of one `kind: search` resource named `name`:
 ///
 /// - `GET /<name>?q=…`: the upstream's results for one query, as JSON (`[]` for short queries,
-///   without an upstream call).
+///   without an upstream call; ``JSONAnswers``: requests for the same query at the same time
+///   share one search).
 /// - `GET /<name>?q=…` with `Accept: text/event-stream`: a search session (``SearchView``)
 ///   whose input `q` the client sets with `PUT /streams/{id}/inputs/q`.
 ///
@@ -13,6 +14,7 @@ struct SearchRoutes {
     let resource: SearchResource
     let streams: EventStreamHub
     let scheduler: EventLoopScheduler
+    let answers: JSONAnswers
 
     /// How a stream of the resource gets its view: a session of its own, searching the
     /// query parameter first.
@@ -27,7 +29,7 @@ struct SearchRoutes {
             request.servesResource()
             if request.acceptsEventStream { return streams.open(request, resource: resource.name, views: liveViews) }
             switch query(in: request.queryParameters) {
-            case .success(let query): request.answer(with: resource.results(for: query, trace: request.traceContext))
+            case .success(let query): answers.answer(request, url: query) { resource.results(for: query, trace: request.traceContext) }
             case .failure(let error): request.respond(error)
             }
         }

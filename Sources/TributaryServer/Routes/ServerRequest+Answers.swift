@@ -1,6 +1,5 @@
 import Aggregation
 import Libevent
-import OpenCombine
 
 extension ServerRequest {
     /// Whether the client asked for `text/event-stream` (an `EventSource`, `curl -H 'Accept: text/event-stream'`).
@@ -15,20 +14,10 @@ extension ServerRequest {
         responseHeaders.append(("Vary", "Accept"))
     }
 
-    /// Answers with the document `pipeline` produces (200), or its error (502/503/504; a 503
-    /// says when to try again: `Retry-After`, e.g. when an open circuit lets its probe
-    /// through). A client that disconnects first cancels the pipeline, and
-    /// with it every upstream call in flight.
-    func answer(with pipeline: some Publisher<JSON, ResourceError>) {
-        let subscription = pipeline.sink(
-            receiveCompletion: { [self] completion in
-                guard case .failure(let error) = completion else { return }
-                respond(error.httpError, headers: error.retryAfter.map { [("Retry-After", String($0))] } ?? [])
-            },
-            receiveValue: { [self] document in
-                respond(with: Snapshot(document))
-            })
-        onDisconnect = { subscription.cancel() }
+    /// Answers with a resource's error (502/503/504; a 503 says when to try again:
+    /// `Retry-After`, e.g. when an open circuit lets its probe through).
+    func respond(_ error: ResourceError) {
+        respond(error.httpError, headers: error.retryAfter.map { [("Retry-After", String($0))] } ?? [])
     }
 
     /// Answers 200 with `snapshot` as JSON, as a cache can keep it and ask again cheaply:
@@ -38,14 +27,15 @@ extension ServerRequest {
     /// - `304 Not Modified` without a body when `If-None-Match` holds that tag (or `*`);
     /// - gzip when the client accepts it and the body is ``Gzip/minimumBodySize`` or more, the
     ///   tag then weak, `W/"<version>"` (the same document, other bytes: RFC 9110 §8.8.1);
-    /// - `Vary: Accept-Encoding` on either, added to the resource's `Vary: Accept`.
-    func respond(with snapshot: Snapshot) {
+    /// - `Vary: Accept-Encoding` on either, added to the resource's `Vary: Accept`;
+    /// - `headers` on either (a stale answer's `Age` and `Tributary-Stale`).
+    func respond(with snapshot: Snapshot, headers extra: [(String, String)] = []) {
         let gzip = snapshot.json.count >= Gzip.minimumBodySize && QualityList.allowsGzip(header("Accept-Encoding"))
         let headers = [
             ("ETag", gzip ? EntityTag.weak(snapshot.version) : EntityTag.strong(snapshot.version)),
             ("Cache-Control", "no-cache"),
             ("Vary", "Accept-Encoding"),
-        ]
+        ] + extra
         if let condition = header("If-None-Match"), EntityTag.ifNoneMatch(condition, matches: snapshot.version) {
             return respondNotModified(headers: headers)
         }

@@ -1,0 +1,116 @@
+import Aggregation
+import Libevent
+import OpenCombine
+
+/// The JSON answers of one resource on one worker: how a `GET /<name>` (not a stream) gets
+/// its document. Loop-confined.
+///
+/// - **Coalescing** (`coalesce`, on by default): a request finds the run of the pipeline
+///   already in flight for the same URL (the same resource and the same query parameters
+///   that shape the document) and joins it; only the first request starts one. When the run
+///   ends, every request in it gets the same document (each with its own headers: `ETag`,
+///   gzip, 304, `HEAD`), and the run is forgotten: this is not a cache. A client that
+///   disconnects leaves its run; the last one leaving cancels it, and with it every upstream
+///   call in flight.
+/// - **Stale if error** (`staleIfError`, off by default): each good document is kept in the
+///   process's ``StaleSnapshots``; a run that fails answers the last good document of its URL
+///   instead, when it was fetched no longer ago than `staleIfError`, with `Age` and
+///   `Tributary-Stale: <error code>`.
+///
+/// Runs are per worker, not per process: a run's pipeline, its upstream connections and its
+/// waiting requests all belong to one event loop, so sharing them across workers would mean
+/// handing requests between threads. With W workers, at most W runs of one URL are in flight.
+///
+/// ```swift
+/// answers.answer(request, url: query) { resource.results(for: query) }
+/// ```
+final class JSONAnswers {
+    let resource: String
+    let settings: Configuration.JSONAnswerSettings
+    private let staleSnapshots: StaleSnapshots
+    /// The runs in flight that a request can join, by URL (with `coalesce` only).
+    private var runs: [String: Run] = [:]
+
+    init(resource: String, settings: Configuration.JSONAnswerSettings, staleSnapshots: StaleSnapshots) {
+        self.resource = resource
+        self.settings = settings
+        self.staleSnapshots = staleSnapshots
+    }
+
+    /// Answers `request` with the document at `url` (what in the request shapes the document:
+    /// a search's query; empty for a resource that takes none). `fetch` makes the pipeline,
+    /// and is called only when the request starts a run, not when it joins one.
+    func answer<Fetch: Publisher<JSON, ResourceError>>(_ request: ServerRequest, url: String, fetch: () -> Fetch) {
+        if settings.coalesce, let run = runs[url] { return join(request, run) }
+        let run = Run(url: url)
+        if settings.coalesce { runs[url] = run }
+        join(request, run)
+        let subscription = fetch().sink(
+            receiveCompletion: { [self] completion in
+                guard case .failure(let error) = completion else { return }
+                finish(run, with: .failure(error))
+            },
+            receiveValue: { [self] document in
+                finish(run, with: .success(Snapshot(document)))
+            })
+        if run.isFinished { return }
+        run.subscription = subscription
+    }
+
+    // MARK: - Runs
+
+    /// One run of the pipeline and the requests waiting for its document.
+    private final class Run {
+        let url: String
+        var waiting: [ServerRequest] = []
+        var subscription: AnyCancellable?
+        var isFinished = false
+
+        init(url: String) {
+            self.url = url
+        }
+    }
+
+    private func join(_ request: ServerRequest, _ run: Run) {
+        run.waiting.append(request)
+        request.onDisconnect = { [weak self, unowned request] in self?.leave(run, request) }
+    }
+
+    /// A client went away: it leaves the run; the last one cancels it.
+    private func leave(_ run: Run, _ request: ServerRequest) {
+        run.waiting.removeAll { $0 === request }
+        guard run.waiting.isEmpty, !run.isFinished else { return }
+        run.isFinished = true
+        forget(run)
+        run.subscription?.cancel()
+        run.subscription = nil
+    }
+
+    /// The run ended: every request in it gets its answer, and a later request starts anew.
+    private func finish(_ run: Run, with result: Result<Snapshot, ResourceError>) {
+        guard !run.isFinished else { return }
+        run.isFinished = true
+        forget(run)
+        run.subscription = nil
+        let waiting = run.waiting
+        run.waiting = []
+        switch result {
+        case .success(let snapshot):
+            if settings.staleIfError != nil { staleSnapshots.keep(snapshot, resource: resource, url: run.url) }
+            for request in waiting { request.respond(with: snapshot) }
+        case .failure(let error):
+            if let maximumAge = settings.staleIfError,
+               let kept = staleSnapshots.latest(resource: resource, url: run.url, notOlderThan: maximumAge) {
+                let age = ContinuousClock.now - kept.fetchedAt
+                let headers = [("Age", String(age.components.seconds)), ("Tributary-Stale", error.code.rawValue)]
+                for request in waiting { request.respond(with: kept.snapshot, headers: headers) }
+            } else {
+                for request in waiting { request.respond(error) }
+            }
+        }
+    }
+
+    private func forget(_ run: Run) {
+        if runs[run.url] === run { runs[run.url] = nil }
+    }
+}
