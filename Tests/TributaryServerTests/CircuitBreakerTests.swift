@@ -43,6 +43,7 @@ struct CircuitBreakerTests {
                     list: {path: /groups, items: result, id: id}
                     details: {path: "/groups/{id}/metadata", value: result}
                     refreshInterval: 1h
+                    coalesce: false   # each request its own calls: a request during the probe must not join it
                 """)
             return World(health: health, upstream: upstream, service: service, upstreamName: upstreamName)
         }

@@ -9,7 +9,9 @@ struct StaleIfErrorTests {
     /// How the upstream answers: `ok`, `status` (500), or `hang` (past the 300 ms timeout).
     let mode = Observed("ok")
 
-    private func start(staleIfError: String?) async throws -> (ScriptedUpstream, ServiceHarness) {
+    /// The service with `staleIfError` on its search resource; the upstream's circuit breaker
+    /// is off unless `breaker` says otherwise, so that each failure here reaches the upstream.
+    private func start(staleIfError: String?, breaker: String = "{enabled: false}") async throws -> (ScriptedUpstream, ServiceHarness) {
         let upstream = try await ScriptedUpstream.start { [mode] request in
             switch mode.value {
             case "ok": SearchFixture.reply(to: request) ?? .json("{}", status: 404)
@@ -17,14 +19,14 @@ struct StaleIfErrorTests {
             default: .hang
             }
         }
-        let service = try await ServiceHarness(yaml: Self.yaml(upstream: upstream.baseURL, staleIfError: staleIfError))
+        let service = try await ServiceHarness(yaml: Self.yaml(upstream: upstream.baseURL, staleIfError: staleIfError, breaker: breaker))
         return (upstream, service)
     }
 
-    static func yaml(upstream: String, staleIfError: String?) -> String {
+    static func yaml(upstream: String, staleIfError: String?, breaker: String = "{enabled: false}") -> String {
         """
         upstreams:
-          search: {url: "\(upstream)", timeout: 300ms, retries: 0}
+          search: {url: "\(upstream)", timeout: 300ms, retries: 0, circuitBreaker: \(breaker)}
         resources:
           search:
             kind: search
@@ -69,6 +71,24 @@ struct StaleIfErrorTests {
         #expect(fresh.status == 200)
         #expect(fresh.header("Tributary-Stale") == nil)
         #expect(upstream.requests.count == 7, "every answer asked the upstream: stale answers are no cache")
+        await service.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("an open circuit is answered from the last good document too, marked upstream_circuit_open, with no upstream call")
+    func staleWhileCircuitOpen() async throws {
+        let (upstream, service) = try await start(staleIfError: "1m", breaker: "{failures: 1, openFor: 1h}")
+        let good = try await service.get("/search?q=swift")
+        #expect(good.status == 200)
+        mode.update { $0 = "status" }
+        let failed = try await service.get("/search?q=swift")
+        #expect(failed.status == 200)
+        #expect(failed.header("Tributary-Stale") == "upstream_status", "the failure that opens the circuit")
+        let open = try await service.get("/search?q=swift")
+        #expect(open.status == 200)
+        #expect(open.text == good.text)
+        #expect(open.header("Tributary-Stale") == "upstream_circuit_open")
+        #expect(upstream.requests.count == 2, "the open circuit called no one")
         await service.stop()
         await upstream.shutdown()
     }
