@@ -1,5 +1,4 @@
 public import OpenCombine
-import Rivers
 
 /// A list from one upstream call, each item merged with its details from a second call per
 /// item, in list order: `GET /groups` + `GET /groups/{id}/metadata` for every group.
@@ -64,37 +63,12 @@ public struct ListResource {
         self.definition = definition
     }
 
-    /// One snapshot: the list, each item merged with its details, in list order.
+    /// One snapshot: the list, each item merged with its details, in list order (``SnapshotPublisher``).
     public func snapshot() -> AnyPublisher<JSON, ResourceError> {
-        upstream.json(definition.listPath, read: items(in:))
-            .flatMap { items in
-                items.orderedFanOut(maxConcurrent: definition.concurrency, onFailure: failurePolicy) { item in
-                    itemWithDetails(item)
-                }
-            }
-            .map { items in JSON.array(items.compactMap { $0 }) }
-            .eraseToAnyPublisher()
+        SnapshotPublisher(resource: self).eraseToAnyPublisher()
     }
 
-    /// `item` merged with the object found at ``Definition/detailAt`` in its detail response.
-    func itemWithDetails(_ item: JSON) -> AnyPublisher<JSON?, ResourceError> {
-        guard let path = detailPath(of: item) else {
-            return Fail(error: error(.invalidItemID, definition.listPath, "an item of \(definition.listPath) has no usable `\(definition.idMember)`"))
-                .eraseToAnyPublisher()
-        }
-        return upstream.json(path) { document in merged(item, withDetailsFrom: document, path: path) }
-            .eraseToAnyPublisher()
-    }
-
-    private var failurePolicy: SequentialFailurePolicy<JSON, JSON?, ResourceError> {
-        switch definition.onItemFailure {
-        case .mark: .replace { item, error in ListResource.marked(item, with: error) }
-        case .drop: .replace(with: nil)
-        case .fail: .fail
-        }
-    }
-
-    private func items(in list: JSON) -> Result<[JSON], ResourceError> {
+    func items(in list: JSON) -> Result<[JSON], ResourceError> {
         guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
             let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
             return .failure(error(.upstreamMalformed, definition.listPath,
@@ -103,7 +77,7 @@ public struct ListResource {
         return .success(items)
     }
 
-    private func detailPath(of item: JSON) -> String? {
+    func detailPath(of item: JSON) -> String? {
         switch item[definition.idMember] {
         case .string(let id): definition.detailPath.path(for: id)
         case .number(let id): definition.detailPath.path(for: id)
@@ -111,7 +85,7 @@ public struct ListResource {
         }
     }
 
-    private func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
+    func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
         guard let details = definition.detailAt.value(in: document), let merged = Self.merge(item, details: details) else {
             let found = definition.detailAt.value(in: document)?.kindDescription ?? "nothing"
             return .failure(error(.upstreamMalformed, path,
@@ -128,7 +102,7 @@ public struct ListResource {
         return .object(members + extra.filter { !known.contains($0.key) })
     }
 
-    private func error(_ code: ResourceError.Code, _ path: String, _ message: String) -> ResourceError {
+    func error(_ code: ResourceError.Code, _ path: String, _ message: String) -> ResourceError {
         ResourceError(code: code, upstream: upstream.name, path: path, message: message)
     }
 
