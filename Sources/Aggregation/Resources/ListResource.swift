@@ -98,6 +98,11 @@ public struct ListResource {
     /// members it does not have (the list's values win); nil unless both are objects.
     public static func merge(_ item: JSON, details: JSON) -> JSON? {
         guard let members = item.objectValue, let extra = details.objectValue else { return nil }
+        // An item has a few members: scanning them beats hashing every key into a set, which
+        // cost an array, a set and a hash per key for every item of every answer.
+        if members.count <= 16 {
+            return .object(members + extra.filter { detail in !members.contains { $0.key == detail.key } })
+        }
         let known = Set(members.map(\.key))
         return .object(members + extra.filter { !known.contains($0.key) })
     }
