@@ -56,16 +56,18 @@ cmp -s <(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1
        <(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$fixture/expected.json") ||
     { echo "answer differs from $fixture/expected.json" >&2; exit 1; }
 
-ticks() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }
+ticks() { awk '{print $14, $15}' "/proc/$server_pid/stat"; }
 requests() { awk '/requests in/ {print $1}' "$1"; }
 if [ "$mode" = cpu ]; then
     wrk -t2 -c64 -d2s "http://127.0.0.1:$port/groups" >/dev/null
-    before=$(ticks)
+    read -r user_before system_before < <(ticks)
     wrk -t2 -c64 -d"${seconds}s" "http://127.0.0.1:$port/groups" >"$work/wrk"
-    after=$(ticks)
+    read -r user_after system_after < <(ticks)
     count=$(requests "$work/wrk")
-    awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v r="$count" -v s="$seconds" -v who="$target" -v n="$n" \
-        'BEGIN { printf "%s N=%d: %d requests in %ss (%.0f req/s), CPU %.3f ms/request\n", who, n, r, s, r / s, t / hz * 1000 / r }'
+    awk -v u=$((user_after - user_before)) -v k=$((system_after - system_before)) -v hz="$(getconf CLK_TCK)" \
+        -v r="$count" -v s="$seconds" -v who="$target" -v n="$n" \
+        'BEGIN { printf "%s N=%d: %d requests in %ss (%.0f req/s), CPU %.3f ms/request (user %.3f, kernel %.3f)\n",
+                 who, n, r, s, r / s, (u + k) / hz * 1000 / r, u / hz * 1000 / r, k / hz * 1000 / r }'
 else
     wrk -t1 -c4 -d5s "http://127.0.0.1:$port/groups" >/dev/null
     callgrind_control -z "$server_pid" >/dev/null
