@@ -125,7 +125,8 @@ private final class ListFanOut {
         guard !isStarting else { return }
         isStarting = true
         defer { isStarting = false }
-        while onResult != nil, inFlight < resource.definition.concurrency, nextItem < items.count {
+        // At least one at a time: a definition built in code may say 0 (the configuration cannot).
+        while onResult != nil, inFlight < max(1, resource.definition.concurrency), nextItem < items.count {
             let index = nextItem
             nextItem += 1
             inFlight += 1
