@@ -234,6 +234,39 @@ struct ListResourceTests {
         await upstream.shutdown()
     }
 
+    @Test("items that end without a call (ids that name no path) complete in place, one at a time, under every policy")
+    func itemsEndingAtOnce() async throws {
+        // With one call at a time, the first and last items end inside the loop that starts
+        // them: the snapshot must still start the next, keep the order and finish after the last.
+        let ids = ["..", "a", "."]
+        let fixture = TaskGroupsFixture(groups: ids.map { .init(id: $0, name: "n", taskCount: 1, lastUpdated: "t") })
+        let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0) ?? .json("{}", status: 404) }
+
+        let marked = try await Harness()
+        let text = try #require(try await marked.snapshot(Self.definition(concurrency: 1), upstream: upstream.baseURL)).get()
+        let items = try JSON(parsing: Array(text.utf8)).arrayValue ?? []
+        #expect(items.map { $0["id"] } == ids.map { JSON.string($0) })
+        #expect(items[0]["error"]?["code"] == .string("invalid_item_id"))
+        #expect(items[1]["taskCount"] == .number("1"))
+        #expect(items[2]["error"]?["code"] == .string("invalid_item_id"))
+        await marked.stop()
+
+        let dropped = try await Harness()
+        let kept = try #require(try await dropped.snapshot(Self.definition(concurrency: 1, onItemFailure: .drop), upstream: upstream.baseURL)).get()
+        #expect(try JSON(parsing: Array(kept.utf8)).arrayValue?.map { $0["id"] } == [.string("a")])
+        await dropped.stop()
+
+        let failed = try await Harness()
+        let outcome = try #require(try await failed.snapshot(Self.definition(concurrency: 1, onItemFailure: .fail), upstream: upstream.baseURL))
+        guard case .failure(let error) = outcome else { Issue.record("expected a failure, got \(outcome)"); return }
+        #expect(error.code == .invalidItemID)
+        await failed.stop()
+
+        // The fail policy ended the third snapshot before its one detail call.
+        #expect(upstream.requests.map(\.uri) == ["/groups", "/groups/a/metadata", "/groups", "/groups/a/metadata", "/groups"])
+        await upstream.shutdown()
+    }
+
     @Test("cancelling a snapshot cancels every detail call in flight: the upstream sees each close")
     func cancellation() async throws {
         let fixture = TaskGroupsFixture(count: 5)

@@ -149,12 +149,16 @@ struct JSONParser {
     private mutating func parseString() throws(JSONParseError) -> String {
         position += 1
         let start = position
-        // Fast path: no escapes, only validated UTF-8.
+        // Fast path: no escapes. ASCII text needs no validation, so it skips
+        // `String(validating:as:)`, whose generic code looks up type metadata on every call
+        // (most member names and ids are ASCII; the rest is validated as before).
+        var nonASCII: UInt8 = 0
         while position < bytes.count {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
+                if nonASCII < 0x80 { return String(decoding: slice, as: UTF8.self) }
                 guard let text = String(validating: slice, as: UTF8.self) else {
                     position = start
                     throw error("invalid UTF-8 in a string")
@@ -163,6 +167,7 @@ struct JSONParser {
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in a string") }
+            nonASCII |= byte
             position += 1
         }
         guard position < bytes.count else { throw error("unterminated string") }

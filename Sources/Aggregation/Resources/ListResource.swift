@@ -1,6 +1,5 @@
 public import Libevent
 public import OpenCombine
-import Rivers
 
 /// A list from one upstream call, each item merged with its details from a second call per
 /// item, in list order: `GET /groups` + `GET /groups/{id}/metadata` for every group.
@@ -65,38 +64,14 @@ public struct ListResource {
         self.definition = definition
     }
 
-    /// One snapshot: the list, each item merged with its details, in list order. Every
-    /// call, the list's and each item's, goes out as a span of `trace`.
+    /// One snapshot: the list, each item merged with its details, in list order
+    /// (``SnapshotPublisher``). Every call, the list's and each item's, goes out as a span of
+    /// `trace`.
     public func snapshot(trace: TraceContext) -> AnyPublisher<JSON, ResourceError> {
-        upstream.json(definition.listPath, trace: trace, read: items(in:))
-            .flatMap { items in
-                items.orderedFanOut(maxConcurrent: definition.concurrency, onFailure: failurePolicy) { item in
-                    itemWithDetails(item, trace: trace)
-                }
-            }
-            .map { items in JSON.array(items.compactMap { $0 }) }
-            .eraseToAnyPublisher()
+        SnapshotPublisher(resource: self, trace: trace).eraseToAnyPublisher()
     }
 
-    /// `item` merged with the object found at ``Definition/detailAt`` in its detail response.
-    func itemWithDetails(_ item: JSON, trace: TraceContext) -> AnyPublisher<JSON?, ResourceError> {
-        guard let path = detailPath(of: item) else {
-            return Fail(error: error(.invalidItemID, definition.listPath, "an item of \(definition.listPath) has no usable `\(definition.idMember)`"))
-                .eraseToAnyPublisher()
-        }
-        return upstream.json(path, trace: trace) { document in merged(item, withDetailsFrom: document, path: path) }
-            .eraseToAnyPublisher()
-    }
-
-    private var failurePolicy: SequentialFailurePolicy<JSON, JSON?, ResourceError> {
-        switch definition.onItemFailure {
-        case .mark: .replace { item, error in ListResource.marked(item, with: error) }
-        case .drop: .replace(with: nil)
-        case .fail: .fail
-        }
-    }
-
-    private func items(in list: JSON) -> Result<[JSON], ResourceError> {
+    func items(in list: JSON) -> Result<[JSON], ResourceError> {
         guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
             let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
             return .failure(error(.upstreamMalformed, definition.listPath,
@@ -105,7 +80,7 @@ public struct ListResource {
         return .success(items)
     }
 
-    private func detailPath(of item: JSON) -> String? {
+    func detailPath(of item: JSON) -> String? {
         switch item[definition.idMember] {
         case .string(let id): definition.detailPath.path(for: id)
         case .number(let id): definition.detailPath.path(for: id)
@@ -113,7 +88,7 @@ public struct ListResource {
         }
     }
 
-    private func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
+    func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
         guard let details = definition.detailAt.value(in: document), let merged = Self.merge(item, details: details) else {
             let found = definition.detailAt.value(in: document)?.kindDescription ?? "nothing"
             return .failure(error(.upstreamMalformed, path,
@@ -126,11 +101,16 @@ public struct ListResource {
     /// members it does not have (the list's values win); nil unless both are objects.
     public static func merge(_ item: JSON, details: JSON) -> JSON? {
         guard let members = item.objectValue, let extra = details.objectValue else { return nil }
+        // An item has a few members: scanning them beats hashing every key into a set, which
+        // cost an array, a set and a hash per key for every item of every answer.
+        if members.count <= 16 {
+            return .object(members + extra.filter { detail in !members.contains { $0.key == detail.key } })
+        }
         let known = Set(members.map(\.key))
         return .object(members + extra.filter { !known.contains($0.key) })
     }
 
-    private func error(_ code: ResourceError.Code, _ path: String, _ message: String) -> ResourceError {
+    func error(_ code: ResourceError.Code, _ path: String, _ message: String) -> ResourceError {
         ResourceError(code: code, upstream: upstream.name, path: path, message: message)
     }
 

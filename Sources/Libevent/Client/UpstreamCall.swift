@@ -90,8 +90,8 @@ public final class UpstreamCall {
             Unmanaged<UpstreamCall>.fromOpaque(context!).takeUnretainedValue().libeventError = error
         }
         let headers = evhttp_request_get_output_headers(raw)
-        evhttp_add_header(headers, "Host", request.base.origin.hostHeader)
-        for (name, value) in request.headers { evhttp_add_header(headers, name, value) }
+        HeaderList.add("Host", request.base.origin.hostHeader, to: headers)
+        for (name, value) in request.headers { HeaderList.add(name, value, to: headers) }
         if !request.body.isEmpty {
             EventBuffer.append(request.body, to: evhttp_request_get_output_buffer(raw))
         }

@@ -44,7 +44,10 @@ public enum QueryString {
     /// Percent-encodes everything but RFC 3986 unreserved characters, so the result is one
     /// path segment or one query value whatever it contains (`/`, `..`, `?`, `#`, `%`).
     public static func percentEncoded(_ text: String) -> String {
-        guard !text.utf8.allSatisfy(isUnreserved) else { return text }
+        // Over the contiguous bytes: an id is checked once per upstream call, and walking the
+        // string's UTF-8 view byte by byte cost ten times as much.
+        var contiguous = text
+        guard !contiguous.withUTF8({ $0.allSatisfy(isUnreserved) }) else { return text }
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count * 3)
         let hex = Array("0123456789ABCDEF".utf8)

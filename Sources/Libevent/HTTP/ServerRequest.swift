@@ -105,8 +105,9 @@ public final class ServerRequest {
 
     /// The value of a request header (names compare case-insensitively), or nil.
     public func header(_ name: String) -> String? {
-        guard let raw, let value = evhttp_find_header(evhttp_request_get_input_headers(raw), name) else { return nil }
-        return String(cString: value)
+        guard let raw else { return nil }
+        let input = evhttp_request_get_input_headers(raw)
+        return name.withCString { name in evhttp_find_header(input, name).map { String(cString: $0) } }
     }
 
     /// Every request header in the order received.
@@ -195,19 +196,19 @@ public final class ServerRequest {
     func addHeaders(_ headers: [(String, String)], to raw: OpaquePointer) {
         guard !headers.isEmpty || !responseHeaders.isEmpty else { return }
         let output = evhttp_request_get_output_headers(raw)
-        for list in [responseHeaders, headers] {
-            for (name, value) in list {
-                var value = value
-                if name.lowercased() == "vary", let existing = evhttp_find_header(output, name).map({ String(cString: $0) }) {
-                    let names = existing.split(separator: ",").map { String($0.filter { $0 != " " && $0 != "\t" }) }
-                    let added = value.split(separator: ",").map { String($0.filter { $0 != " " && $0 != "\t" }) }
-                        .filter { name in !names.contains { $0.lowercased() == name.lowercased() } }
-                    value = (names + added).joined(separator: ", ")
-                }
-                evhttp_remove_header(output, name)
-                evhttp_add_header(output, name, value)
-            }
+        for (name, value) in responseHeaders { setHeader(name, value, in: output) }
+        for (name, value) in headers { setHeader(name, value, in: output) }
+    }
+
+    private func setHeader(_ name: String, _ value: String, in output: UnsafeMutablePointer<evkeyvalq>?) {
+        var value = value
+        if name.utf8.count == 4, name.lowercased() == "vary", let existing = evhttp_find_header(output, name).map({ String(cString: $0) }) {
+            let names = existing.split(separator: ",").map { String($0.filter { $0 != " " && $0 != "\t" }) }
+            let added = value.split(separator: ",").map { String($0.filter { $0 != " " && $0 != "\t" }) }
+                .filter { name in !names.contains { $0.lowercased() == name.lowercased() } }
+            value = (names + added).joined(separator: ", ")
         }
+        HeaderList.add(name, value, to: output, replacing: true)
     }
 
     /// Marks the answer `Connection: close`: evhttp frees the connection once it is written.

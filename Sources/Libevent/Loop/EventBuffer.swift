@@ -34,6 +34,17 @@ enum HeaderList {
         return result
     }
 
+    /// Adds `name: value` to `list`, optionally replacing the headers of that name first.
+    /// `withCString` hands evhttp the strings' own bytes (a short string's on the stack):
+    /// passing a `String` variable where C wants a `char *` copied a short one, which most
+    /// header names and many values are, into a new heap array on every call.
+    static func add(_ name: String, _ value: String, to list: UnsafeMutablePointer<evkeyvalq>?, replacing: Bool = false) {
+        name.withCString { name in
+            if replacing { evhttp_remove_header(list, name) }
+            value.withCString { value in _ = evhttp_add_header(list, name, value) }
+        }
+    }
+
     /// Bytes the headers take on the wire (`name: value\r\n` each).
     static func wireSize(of list: UnsafeMutablePointer<evkeyvalq>?) -> Int {
         var size = 0

@@ -1,0 +1,230 @@
+public import Libevent
+public import OpenCombine
+
+extension ListResource {
+    /// One snapshot of a ``ListResource`` as a publisher of concrete types: the list call, then
+    /// every detail call (at most ``Definition/concurrency`` at a time), merged in list order.
+    ///
+    /// It does what `upstream.json(list).flatMap { items.orderedFanOut { upstream.json(detail) } }`
+    /// does, in one subscription. That chain runs in OpenCombine's and Rivers' generic code,
+    /// which is not specialized across module boundaries: it looked up generic type metadata
+    /// hundreds of times per request and allocated a subscription chain per item. Here every
+    /// type is known to the compiler, and an item costs its fetch and one small subscriber.
+    ///
+    /// Emits one document and finishes, or fails with the list's error (or an item's, under
+    /// ``ItemFailurePolicy/fail``). Cancelling cancels every call in flight. Loop-confined.
+    public struct SnapshotPublisher: Publisher {
+        public typealias Output = JSON
+        public typealias Failure = ResourceError
+
+        let resource: ListResource
+        /// The trace every call of the snapshot is a span of.
+        let trace: TraceContext
+
+        public func receive<Downstream: Subscriber>(subscriber: Downstream)
+        where Downstream.Input == JSON, Downstream.Failure == ResourceError {
+            subscriber.receive(subscription: SnapshotSubscription(resource: resource, trace: trace, downstream: subscriber))
+        }
+    }
+}
+
+/// Starts the fan-out on the first demand and hands its one result downstream.
+private final class SnapshotSubscription<Downstream: Subscriber>: Subscription
+where Downstream.Input == JSON, Downstream.Failure == ResourceError {
+    private let resource: ListResource
+    private let trace: TraceContext
+    private var downstream: Downstream?
+    private var fanOut: ListFanOut?
+
+    init(resource: ListResource, trace: TraceContext, downstream: Downstream) {
+        self.resource = resource
+        self.trace = trace
+        self.downstream = downstream
+    }
+
+    func request(_ demand: Subscribers.Demand) {
+        guard demand > 0, fanOut == nil, downstream != nil else { return }
+        let fanOut = ListFanOut(resource: resource, trace: trace) { [self] result in deliver(result) }
+        self.fanOut = fanOut
+        fanOut.start()
+    }
+
+    func cancel() {
+        downstream = nil
+        fanOut?.cancel()
+        fanOut = nil
+    }
+
+    private func deliver(_ result: Result<JSON, ResourceError>) {
+        guard let downstream else { return }
+        self.downstream = nil
+        fanOut = nil
+        switch result {
+        case .success(let document):
+            _ = downstream.receive(document)
+            downstream.receive(completion: .finished)
+        case .failure(let error):
+            downstream.receive(completion: .failure(error))
+        }
+    }
+}
+
+/// The list call and the detail calls of one snapshot. A fetch may complete inside the call
+/// that starts it (a refused call, an id that names no path), so starting is a loop that such
+/// a completion re-enters only to record its result.
+private final class ListFanOut {
+    private let resource: ListResource
+    private let trace: TraceContext
+    /// Nil once the result was delivered or the snapshot cancelled: late completions are ignored.
+    private var onResult: ((Result<JSON, ResourceError>) -> Void)?
+    private var listFetch: FetchSink<[JSON]>?
+    private var items: [JSON] = []
+    /// Each item merged with its details (or marked, or nil when dropped), in list order.
+    private var merged: [JSON?] = []
+    /// The detail fetches in flight, by item index.
+    private var fetches: [FetchSink<JSON?>?] = []
+    private var nextItem = 0
+    private var inFlight = 0
+    private var finishedCount = 0
+    private var isStarting = false
+
+    init(resource: ListResource, trace: TraceContext, onResult: @escaping (Result<JSON, ResourceError>) -> Void) {
+        self.resource = resource
+        self.trace = trace
+        self.onResult = onResult
+    }
+
+    func start() {
+        let sink = FetchSink<[JSON]> { [self] result in
+            listFetch = nil
+            switch result {
+            case .success(let items): received(items)
+            case .failure(let error): finish(.failure(error))
+            }
+        }
+        listFetch = sink
+        resource.upstream.json(resource.definition.listPath, trace: trace, read: resource.items(in:)).receive(subscriber: sink)
+    }
+
+    func cancel() {
+        onResult = nil
+        cancelFetches()
+    }
+
+    private func cancelFetches() {
+        listFetch?.cancel()
+        listFetch = nil
+        let fetches = self.fetches
+        self.fetches = []
+        for fetch in fetches { fetch?.cancel() }
+    }
+
+    private func received(_ items: [JSON]) {
+        guard onResult != nil else { return }
+        self.items = items
+        merged = Array(repeating: nil, count: items.count)
+        fetches = Array(repeating: nil, count: items.count)
+        startDetails()
+    }
+
+    /// Starts detail fetches up to the concurrency limit, then finishes once all have ended.
+    private func startDetails() {
+        guard !isStarting else { return }
+        isStarting = true
+        defer { isStarting = false }
+        // At least one at a time: a definition built in code may say 0 (the configuration cannot).
+        while onResult != nil, inFlight < max(1, resource.definition.concurrency), nextItem < items.count {
+            let index = nextItem
+            nextItem += 1
+            inFlight += 1
+            startDetail(index)
+        }
+        if onResult != nil, finishedCount == items.count {
+            finish(.success(.array(merged.compactMap { $0 })))
+        }
+    }
+
+    private func startDetail(_ index: Int) {
+        let item = items[index]
+        guard let path = resource.detailPath(of: item) else {
+            return detailEnded(index, .failure(resource.error(
+                .invalidItemID, resource.definition.listPath,
+                "an item of \(resource.definition.listPath) has no usable `\(resource.definition.idMember)`")))
+        }
+        let sink = FetchSink<JSON?> { [self] result in detailEnded(index, result) }
+        fetches[index] = sink
+        let resource = self.resource
+        resource.upstream.json(path, trace: trace) { document in resource.merged(item, withDetailsFrom: document, path: path) }
+            .receive(subscriber: sink)
+    }
+
+    private func detailEnded(_ index: Int, _ result: Result<JSON?, ResourceError>) {
+        guard onResult != nil else { return }
+        fetches[index] = nil
+        inFlight -= 1
+        finishedCount += 1
+        switch result {
+        case .success(let value):
+            merged[index] = value
+        case .failure(let error):
+            switch resource.definition.onItemFailure {
+            case .mark: merged[index] = ListResource.marked(items[index], with: error)
+            case .drop: merged[index] = nil
+            case .fail: return finish(.failure(error))
+            }
+        }
+        startDetails()
+    }
+
+    /// Delivers the result once; fetches still in flight (the others, when an item fails the
+    /// snapshot) are cancelled first.
+    private func finish(_ result: Result<JSON, ResourceError>) {
+        guard let onResult else { return }
+        self.onResult = nil
+        cancelFetches()
+        onResult(result)
+    }
+}
+
+/// Subscribes to one ``Upstream/FetchJSON`` and reports its one value or its failure (a fetch
+/// sends one value before it finishes, so `.finished` itself has nothing to report).
+private final class FetchSink<Value>: Subscriber {
+    typealias Input = Value
+    typealias Failure = ResourceError
+
+    private var onResult: ((Result<Value, ResourceError>) -> Void)?
+    private var subscription: (any Subscription)?
+
+    init(onResult: @escaping (Result<Value, ResourceError>) -> Void) {
+        self.onResult = onResult
+    }
+
+    func receive(subscription: any Subscription) {
+        guard onResult != nil else { return subscription.cancel() }
+        self.subscription = subscription
+        subscription.request(.max(1))
+    }
+
+    func receive(_ input: Value) -> Subscribers.Demand {
+        subscription = nil
+        report(.success(input))
+        return .none
+    }
+
+    func receive(completion: Subscribers.Completion<ResourceError>) {
+        subscription = nil
+        if case .failure(let error) = completion { report(.failure(error)) }
+    }
+
+    func cancel() {
+        onResult = nil
+        subscription?.cancel()
+        subscription = nil
+    }
+
+    private func report(_ result: Result<Value, ResourceError>) {
+        guard let onResult else { return }
+        self.onResult = nil
+        onResult(result)
+    }
+}
