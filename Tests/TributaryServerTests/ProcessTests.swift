@@ -127,10 +127,13 @@ struct ProcessTests {
     @Test("during the drain, answers close their connections, and an event stream asked for ends at once with its retry")
     func drainClosesConnections() async throws {
         let fixture = TaskGroupsFixture(count: 1)
+        // The metadata call holds the drain open long enough for the stream request below to
+        // arrive during it even on a loaded machine (once the drain ends the process exits,
+        // and that request would find the connection closed).
         let upstream = try await ScriptedUpstream.start { request in
-            request.path == "/groups" ? fixture.reply(to: request)! : fixture.reply(to: request, delay: .seconds(3))!
+            request.path == "/groups" ? fixture.reply(to: request)! : fixture.reply(to: request, delay: .seconds(8))!
         }
-        let service = try await ServiceProcess(yaml: Self.yaml(upstream: upstream.baseURL))
+        let service = try await ServiceProcess(yaml: Self.yaml(upstream: upstream.baseURL, shutdownTimeout: "30s"))
         let kept = try await TestConnection(port: service.port)
         try await kept.sendRequest("GET", "/healthz")
         #expect(try await kept.readResponse().header("Connection") == nil, "keep-alive before the stop")
@@ -147,6 +150,7 @@ struct ProcessTests {
         while let chunk = try await kept.readChunk() { events += chunk }
         #expect(String(decoding: events, as: UTF8.self) == "retry: 2000\n")
         #expect(await kept.waitForClose())
+        inFlight.setTimeout(.seconds(30))
         #expect(try await inFlight.readResponse().header("Connection") == "close")
         #expect(await exit.value == 0)
         await upstream.shutdown()
