@@ -65,10 +65,10 @@ public struct ListResource {
     }
 
     /// One snapshot: the list, each item merged with its details, in list order
-    /// (``SnapshotPublisher``). Every call, the list's and each item's, goes out as a span of
+    /// (``snapshotPublisher(trace:)``). Every call, the list's and each item's, goes out as a span of
     /// `trace`.
     public func snapshot(trace: TraceContext) -> AnyPublisher<JSON, ResourceError> {
-        SnapshotPublisher(resource: self, trace: trace).eraseToAnyPublisher()
+        snapshotPublisher(trace: trace).eraseToAnyPublisher()
     }
 
     func items(in list: JSON) -> Result<[JSON], ResourceError> {

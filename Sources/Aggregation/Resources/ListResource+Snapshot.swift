@@ -2,8 +2,9 @@ public import Libevent
 public import OpenCombine
 
 extension ListResource {
-    /// One snapshot of a ``ListResource`` as a publisher of concrete types: the list call, then
-    /// every detail call (at most ``Definition/concurrency`` at a time), merged in list order.
+    /// One snapshot as a publisher of concrete types: the list call, then every detail call
+    /// (at most ``Definition/concurrency`` at a time), merged in list order (``ListFanOut``),
+    /// each call a span of `trace`.
     ///
     /// It does what `upstream.json(list).flatMap { items.orderedFanOut { upstream.json(detail) } }`
     /// does, in one subscription. That chain runs in OpenCombine's and Rivers' generic code,
@@ -13,58 +14,11 @@ extension ListResource {
     ///
     /// Emits one document and finishes, or fails with the list's error (or an item's, under
     /// ``ItemFailurePolicy/fail``). Cancelling cancels every call in flight. Loop-confined.
-    public struct SnapshotPublisher: Publisher {
-        public typealias Output = JSON
-        public typealias Failure = ResourceError
-
-        let resource: ListResource
-        /// The trace every call of the snapshot is a span of.
-        let trace: TraceContext
-
-        public func receive<Downstream: Subscriber>(subscriber: Downstream)
-        where Downstream.Input == JSON, Downstream.Failure == ResourceError {
-            subscriber.receive(subscription: SnapshotSubscription(resource: resource, trace: trace, downstream: subscriber))
-        }
-    }
-}
-
-/// Starts the fan-out on the first demand and hands its one result downstream.
-private final class SnapshotSubscription<Downstream: Subscriber>: Subscription
-where Downstream.Input == JSON, Downstream.Failure == ResourceError {
-    private let resource: ListResource
-    private let trace: TraceContext
-    private var downstream: Downstream?
-    private var fanOut: ListFanOut?
-
-    init(resource: ListResource, trace: TraceContext, downstream: Downstream) {
-        self.resource = resource
-        self.trace = trace
-        self.downstream = downstream
-    }
-
-    func request(_ demand: Subscribers.Demand) {
-        guard demand > 0, fanOut == nil, downstream != nil else { return }
-        let fanOut = ListFanOut(resource: resource, trace: trace) { [self] result in deliver(result) }
-        self.fanOut = fanOut
-        fanOut.start()
-    }
-
-    func cancel() {
-        downstream = nil
-        fanOut?.cancel()
-        fanOut = nil
-    }
-
-    private func deliver(_ result: Result<JSON, ResourceError>) {
-        guard let downstream else { return }
-        self.downstream = nil
-        fanOut = nil
-        switch result {
-        case .success(let document):
-            _ = downstream.receive(document)
-            downstream.receive(completion: .finished)
-        case .failure(let error):
-            downstream.receive(completion: .failure(error))
+    func snapshotPublisher(trace: TraceContext) -> OneResultPublisher<JSON, ResourceError> {
+        OneResultPublisher { [self] finish in
+            let fanOut = ListFanOut(resource: self, trace: trace, onResult: finish)
+            fanOut.start()
+            return fanOut
         }
     }
 }
@@ -72,7 +26,7 @@ where Downstream.Input == JSON, Downstream.Failure == ResourceError {
 /// The list call and the detail calls of one snapshot. A fetch may complete inside the call
 /// that starts it (a refused call, an id that names no path), so starting is a loop that such
 /// a completion re-enters only to record its result.
-private final class ListFanOut {
+private final class ListFanOut: Cancellable {
     private let resource: ListResource
     private let trace: TraceContext
     /// Nil once the result was delivered or the snapshot cancelled: late completions are ignored.
