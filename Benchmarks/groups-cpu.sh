@@ -8,6 +8,8 @@
 #                                                   (one worker, counters zeroed after a warm-up),
 #                                                   profile in /tmp/groups-callgrind.out
 #
+# Tributary runs with coalescing off (COALESCE=on to change it), as the peers work: each
+# request its own fetch, so the figures are per aggregated request.
 # Env: TARGET=tributary|go (cpu mode), WORKERS (tributary, default auto), PORT_BASE (default
 # 18180: nginx on +1, the server on +13). The fixture is ../shared/bench's gen.py and nginx;
 # everything listens on 127.0.0.1 and is stopped by its PID on exit.
@@ -36,6 +38,8 @@ trap cleanup EXIT
 "$bench/upstream/run-upstream.sh" "$up_port" "$fixture" >/dev/null
 
 export TRIBUTARY_LOG_LEVEL=warning
+"$root/Benchmarks/coalesce-config.sh" "${COALESCE:-off}" >"$work/tributary.yaml"
+export TRIBUTARY_CONFIG="$work/tributary.yaml"
 tributary=("${TRIBUTARY_BIN:-$root/.build/release/tributary}"
     --listen "127.0.0.1:$port" --upstream "tasks=http://127.0.0.1:$up_port")
 case $mode/$target in

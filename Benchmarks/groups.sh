@@ -34,20 +34,14 @@ for peer in $peers; do
 done
 
 coalesce=${COALESCE:-off}
-case $coalesce in
-    on|off) ;;
-    *) echo "COALESCE must be on or off, not \"$coalesce\"" >&2; exit 2 ;;
-esac
 config=$(mktemp /tmp/tributary-groups-bench.XXXXXX.yaml)
 trap 'rm -f "$config"' EXIT
-# Every resource's coalesce line dropped, then `coalesce: <on|off>` after its `kind:`.
-value=$([ "$coalesce" = on ] && echo true || echo false)
-sed -E -e '/^    coalesce:/d' -e "s/^(    kind: .*)$/\1\n    coalesce: $value/" "$root/config/tributary.yaml" >"$config"
+"$root/Benchmarks/coalesce-config.sh" "$coalesce" >"$config"
 
 (cd "$root" && swift build -c release --product tributary >/dev/null)
 export TRIBUTARY_BIN="$root/.build/release/tributary"
 export TRIBUTARY_CONFIG="$config"
 export TRIBUTARY_LOG_LEVEL=warning
 export PEERS="$peers" ROUNDS=${ROUNDS:-2}
-echo "# Tributary: coalescing $coalesce (COALESCE=$coalesce; resources.*.coalesce: $value)"
+echo "# Tributary: coalescing $coalesce (COALESCE=$coalesce; every resource's coalesce from Benchmarks/coalesce-config.sh)"
 "$copy/bench-all.sh" "$n" "$delay"
