@@ -136,6 +136,9 @@ struct JSONParser {
             depth -= 1
             return object(members, from: start, irregularitiesBefore: irregularitiesBefore)
         }
+        // Room for the few members most objects have: growing from empty allocates at 1, 2
+        // and 4 members.
+        members.reserveCapacity(4)
         while true {
             skipWhitespace()
             guard current == UInt8(ascii: "\"") else { throw error("expected a member name") }
