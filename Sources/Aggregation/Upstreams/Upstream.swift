@@ -150,8 +150,13 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
         case nil:
             break
         }
+        // One array, sized once: `[Accept] + trace.upstreamHeaders()` made three.
+        var headers: [(String, String)] = []
+        headers.reserveCapacity(3)
+        headers.append(("Accept", "application/json"))
+        trace.appendUpstreamHeaders(to: &headers)
         let request = UpstreamRequest(
-            base: upstream.base, path: path, headers: [("Accept", "application/json")] + trace.upstreamHeaders(),
+            base: upstream.base, path: path, headers: headers,
             timeout: upstream.policy.timeout, maxResponseBytes: upstream.policy.maxResponseBytes)
         attemptStarted = .now
         call = upstream.client.execute(request) { [self] result in
