@@ -3,9 +3,9 @@
 /// ``JSONParser/maximumDepth`` deep (so hostile input cannot exhaust the stack).
 extension JSON {
     /// Parses `bytes`; with `keepingObjectText`, each object whose text is already what the
-    /// serializer would write (compact, no escapes) comes back as ``JSON/raw(_:)``, holding a
-    /// slice of `bytes` (no copy), so writing the document again copies that text instead of
-    /// serializing the object. A pipeline that passes upstream objects through (or splices
+    /// serializer would write (compact, no escapes) comes back as ``JSON/raw(_:)``, holding
+    /// `bytes` and the object's offsets in it (no copy), so writing the document again copies
+    /// that text instead of serializing the object. A pipeline that passes upstream objects through (or splices
     /// them, as ``ListResource/merge(_:details:)`` does) saves most of its serializing.
     public init(parsing bytes: [UInt8], keepingObjectText: Bool) throws(JSONParseError) {
         guard keepingObjectText else {
@@ -49,7 +49,7 @@ struct JSONParser {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var position = 0
     private var depth = 0
-    /// The array `bytes` points into, when objects keep their text (as slices of it).
+    /// The array `bytes` points into, when objects keep their text (as ranges of it).
     private let source: [UInt8]?
     /// How many places so far hold text the serializer would write differently (whitespace
     /// between tokens, an escape, a raw U+2028 or U+2029): an object whose parse did not
