@@ -77,11 +77,21 @@ enum ChildProcess {
         }
         let reader = Thread {
             var buffer = [UInt8](repeating: 0, count: 4096)
+            // The end of a character that a read cut in two, kept for the next read: decoded
+            // apart, its parts became replacement characters ("≥" read as "\u{FFFD}…").
+            var pending: [UInt8] = []
             while true {
                 let count = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
                 guard count > 0 else { break }
-                let text = String(decoding: buffer[..<count], as: UTF8.self)
+                pending += buffer[..<count]
+                let whole = ChildProcess.completeUTF8Prefix(pending)
+                let text = String(decoding: pending[..<whole], as: UTF8.self)
+                pending.removeFirst(whole)
+                output.update { $0 += text }
+            }
+            if !pending.isEmpty {
+                let text = String(decoding: pending, as: UTF8.self)
                 output.update { $0 += text }
             }
             close(readEnd)
@@ -89,6 +99,23 @@ enum ChildProcess {
         }
         reader.start()
         return pid
+    }
+
+    /// How many of `bytes` end on a whole UTF-8 character: all of them, unless the last
+    /// character's lead byte is there without all of its continuation bytes yet.
+    static func completeUTF8Prefix(_ bytes: [UInt8]) -> Int {
+        var continuations = 0
+        var index = bytes.count
+        while index > 0, continuations < 4 {
+            let byte = bytes[index - 1]
+            if byte & 0xC0 != 0x80 {
+                let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
+                return continuations + 1 >= length ? bytes.count : index - 1
+            }
+            continuations += 1
+            index -= 1
+        }
+        return bytes.count
     }
 
     /// glibc's `posix_spawn_file_actions_addchdir_np` (2.29 and later), which the Glibc module

@@ -45,6 +45,44 @@ struct JSONTests {
         #expect((try? JSON(parsing: fine)) != nil)
     }
 
+    @Test("objects that keep their text write the same bytes as the tree, and equal it", arguments: [
+        #"{"b":1,"a":[1.50,-0,2e10,true,false,null],"c":{"é":"Grüße ✓ 😀","empty":{}},"d":[]}"#,
+        #" { "a" : [ 1 , {"x" :2} ], "b":{"y":[]} } "#,
+        #"{"a":{"s":"\u0041\n\/"},"b":{"s":"plain"},"c":{"\u2028":1},"d":{"k":""# + "\u{2029}" + #""}}"#,
+        #"[{"id":"x"},{ "id":"y"},{}]"#,
+    ])
+    func keptText(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        let tree = try JSON(parsing: bytes)
+        let kept = try JSON(parsing: bytes, keepingObjectText: true)
+        #expect(kept.serialized == tree.serialized)
+        #expect(kept == tree)
+        #expect(tree == kept)
+    }
+
+    @Test("only objects written as the serializer writes them keep their text")
+    func keptTextIsCanonical() throws {
+        let text = #"{"a":{"x":1},"b":{ "x":1},"c":{"x":"\n"},"d":{"x":""# + "\u{2028}" + #""}}"#
+        let kept = try JSON(parsing: Array(text.utf8), keepingObjectText: true)
+        guard case .raw(let a)? = kept["a"] else {
+            Issue.record("a canonical object came back without its text: \(kept)")
+            return
+        }
+        #expect(Array(a.text) == Array(#"{"x":1}"#.utf8))
+        #expect(kept["a"]?["x"] == .number("1"))
+        #expect(kept["a"]?.kindDescription == "an object")
+        for member in ["b", "c", "d"] {
+            guard case .object? = kept[member] else {
+                Issue.record("\(member) kept a text the serializer would write differently")
+                continue
+            }
+        }
+        guard case .object = kept else {
+            Issue.record("the whole document kept a text the serializer would write differently")
+            return
+        }
+    }
+
     @Test("a snapshot's version names its content")
     func snapshotVersions() throws {
         let a = Snapshot(try JSON(parsing: Array(#"[{"x":1}]"#.utf8)))

@@ -16,9 +16,18 @@ public enum JSON: Sendable, Equatable {
     case array([JSON])
     /// Members in document order. Duplicate keys are kept as sent; lookups take the first.
     case object([(key: String, value: JSON)])
+    /// An object together with its JSON text exactly as this type serializes it: written out
+    /// by copying the text, not by serializing the tree again. Everything else (lookups,
+    /// equality, ``kindDescription``) sees the object it holds (``RawJSON/value``). Only
+    /// ``init(parsing:keepingObjectText:)`` and code that splices such texts make one; code
+    /// that matches `case .object` must read ``objectValue`` instead to see both.
+    case raw(RawJSON)
 
     public static func == (lhs: JSON, rhs: JSON) -> Bool {
         switch (lhs, rhs) {
+        case (.raw(let a), .raw(let b)): a.text == b.text || a.value == b.value
+        case (.raw(let a), .object): a.value == rhs
+        case (.object, .raw(let b)): lhs == b.value
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
         case (.number(let a), .number(let b)): a == b
@@ -31,7 +40,7 @@ public enum JSON: Sendable, Equatable {
 
     /// The member named `key` of an object (the first, if repeated), else nil.
     public subscript(key: String) -> JSON? {
-        guard case .object(let members) = self else { return nil }
+        guard let members = objectValue else { return nil }
         return members.first { $0.key == key }?.value
     }
 
@@ -42,6 +51,7 @@ public enum JSON: Sendable, Equatable {
 
     public var objectValue: [(key: String, value: JSON)]? {
         if case .object(let members) = self { return members }
+        if case .raw(let raw) = self { return raw.members }
         return nil
     }
 
@@ -59,9 +69,54 @@ public enum JSON: Sendable, Equatable {
         case .string: "a string"
         case .array: "an array"
         case .object: "an object"
+        case .raw: "an object"
         }
     }
 
     /// A number given as an integer.
     public static func integer(_ value: some BinaryInteger) -> JSON { .number(String(value)) }
+}
+
+/// An object's JSON text that needs no serializing, and its members: see ``JSON/raw(_:)``.
+///
+/// The text is a range of an upstream's body (no copy) or of a splice of such texts, and must
+/// be byte for byte what ``JSON/write(to:)`` writes for ``value``: compact, no escapes other
+/// than the serializer's own. The parser keeps only texts that are (an object with whitespace
+/// or an escape inside stays a plain ``JSON/object(_:)``, serialized as before).
+///
+/// Stored as the whole buffer and two offsets rather than an `ArraySlice`, and the members as
+/// their array rather than a `JSON`, so the enum case needs no box of its own and `JSON` stays
+/// small: every kept object would otherwise cost an allocation.
+public struct RawJSON: Sendable {
+    private let source: [UInt8]
+    private let start: UInt32
+    private let end: UInt32
+    /// The members, when the text's maker had them; nil for a splice, whose members are read
+    /// from its text if anyone asks (an answer only writes the text).
+    private let parsedMembers: [(key: String, value: JSON)]?
+
+    /// The object whose text is `source[range]`; `members` must be what that text parses to.
+    /// Nil when the range does not fit the compact offsets (bodies over 4 GiB).
+    init?(source: [UInt8], range: Range<Int>, members: [(key: String, value: JSON)]?) {
+        guard let start = UInt32(exactly: range.lowerBound), let end = UInt32(exactly: range.upperBound) else { return nil }
+        self.source = source
+        self.start = start
+        self.end = end
+        parsedMembers = members
+    }
+
+    /// The object whose text is `text`, which must be an object written as the serializer
+    /// writes it (a splice of kept texts); its members are parsed from it when asked for.
+    public init?(splicedText text: [UInt8]) {
+        self.init(source: text, range: 0..<text.count, members: nil)
+    }
+
+    public var text: ArraySlice<UInt8> { source[Int(start)..<Int(end)] }
+
+    public var members: [(key: String, value: JSON)] {
+        if let parsedMembers { return parsedMembers }
+        return (try? JSON(parsing: text))?.objectValue ?? []
+    }
+
+    public var value: JSON { .object(members) }
 }

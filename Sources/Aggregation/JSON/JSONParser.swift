@@ -2,6 +2,22 @@
 /// comments, valid UTF-8 and escapes, numbers in JSON's grammar, nesting at most
 /// ``JSONParser/maximumDepth`` deep (so hostile input cannot exhaust the stack).
 extension JSON {
+    /// Parses `bytes`; with `keepingObjectText`, each object whose text is already what the
+    /// serializer would write (compact, no escapes) comes back as ``JSON/raw(_:)``, holding
+    /// `bytes` and the object's offsets in it (no copy), so writing the document again copies
+    /// that text instead of serializing the object. A pipeline that passes upstream objects through (or splices
+    /// them, as ``ListResource/merge(_:details:)`` does) saves most of its serializing.
+    public init(parsing bytes: [UInt8], keepingObjectText: Bool) throws(JSONParseError) {
+        guard keepingObjectText else {
+            self = try JSON(parsing: bytes)
+            return
+        }
+        self = try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+            var parser = JSONParser(buffer, keepingObjectTextOf: bytes)
+            return try parser.parseDocument()
+        }
+    }
+
     public init(parsing bytes: some Collection<UInt8>) throws(JSONParseError) {
         let result: Result<JSON, JSONParseError>? = bytes.withContiguousStorageIfAvailable { buffer in
             var parser = JSONParser(buffer)
@@ -33,9 +49,23 @@ struct JSONParser {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var position = 0
     private var depth = 0
+    /// The array `bytes` points into, when objects keep their text (as ranges of it).
+    private let source: [UInt8]?
+    /// How many places so far hold text the serializer would write differently (whitespace
+    /// between tokens, an escape, a raw U+2028 or U+2029): an object whose parse did not
+    /// raise it is in canonical form, and its text can stand for it.
+    private var irregularities = 0
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
+        source = nil
+    }
+
+    /// A parser whose objects keep their text when it is canonical: `bytes` must point into
+    /// `source`.
+    init(_ bytes: UnsafeBufferPointer<UInt8>, keepingObjectTextOf source: [UInt8]) {
+        self.bytes = bytes
+        self.source = source
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSON {
@@ -52,13 +82,17 @@ struct JSONParser {
 
     private var current: UInt8? { position < bytes.count ? bytes[position] : nil }
 
+    @inline(__always)
     private mutating func skipWhitespace() {
-        while position < bytes.count {
-            switch bytes[position] {
-            case 0x20, 0x09, 0x0A, 0x0D: position += 1
-            default: return
-            }
-        }
+        guard position < bytes.count, Self.isWhitespace(bytes[position]) else { return }
+        irregularities += 1
+        position += 1
+        while position < bytes.count, Self.isWhitespace(bytes[position]) { position += 1 }
+    }
+
+    @inline(__always)
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 
     private mutating func expect(_ literal: StaticString, _ value: JSON) throws(JSONParseError) -> JSON {
@@ -91,6 +125,8 @@ struct JSONParser {
     }
 
     private mutating func parseObject() throws(JSONParseError) -> JSON {
+        let start = position
+        let irregularitiesBefore = irregularities
         try enter()
         position += 1
         var members: [(key: String, value: JSON)] = []
@@ -98,8 +134,11 @@ struct JSONParser {
         if current == UInt8(ascii: "}") {
             position += 1
             depth -= 1
-            return .object(members)
+            return object(members, from: start, irregularitiesBefore: irregularitiesBefore)
         }
+        // Room for the few members most objects have: growing from empty allocates at 1, 2
+        // and 4 members.
+        members.reserveCapacity(4)
         while true {
             skipWhitespace()
             guard current == UInt8(ascii: "\"") else { throw error("expected a member name") }
@@ -115,10 +154,18 @@ struct JSONParser {
             case UInt8(ascii: "}"):
                 position += 1
                 depth -= 1
-                return .object(members)
+                return object(members, from: start, irregularitiesBefore: irregularitiesBefore)
             default: throw error("expected ',' or '}'")
             }
         }
+    }
+
+    /// The object just parsed (from `start` to `position`), with its text when objects keep
+    /// it and nothing in it would be serialized differently.
+    private func object(_ members: [(key: String, value: JSON)], from start: Int, irregularitiesBefore: Int) -> JSON {
+        guard let source, irregularities == irregularitiesBefore,
+              let raw = RawJSON(source: source, range: start..<position, members: members) else { return .object(members) }
+        return .raw(raw)
     }
 
     private mutating func parseArray() throws(JSONParseError) -> JSON {
@@ -159,6 +206,7 @@ struct JSONParser {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
                 if nonASCII < 0x80 { return String(decoding: slice, as: UTF8.self) }
+                if source != nil, Self.containsLineOrParagraphSeparator(slice) { irregularities += 1 }
                 guard let text = String(validating: slice, as: UTF8.self) else {
                     position = start
                     throw error("invalid UTF-8 in a string")
@@ -171,6 +219,7 @@ struct JSONParser {
             position += 1
         }
         guard position < bytes.count else { throw error("unterminated string") }
+        irregularities += 1
         var decoded = Array(UnsafeBufferPointer(rebasing: bytes[start..<position]))
         while position < bytes.count {
             let byte = bytes[position]
@@ -201,6 +250,16 @@ struct JSONParser {
             }
         }
         throw error("unterminated string")
+    }
+
+    /// Whether UTF-8 `text` holds U+2028 or U+2029, which the serializer escapes.
+    private static func containsLineOrParagraphSeparator(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        while index + 2 < text.count {
+            if text[index] == 0xE2, text[index + 1] == 0x80, text[index + 2] == 0xA8 || text[index + 2] == 0xA9 { return true }
+            index += 1
+        }
+        return false
     }
 
     private mutating func hexQuad() throws(JSONParseError) -> UInt32 {

@@ -16,6 +16,7 @@ extension JSON {
         case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
         case .number(let text): output.append(contentsOf: text.utf8)
         case .string(let text): JSON.writeString(text, to: &output)
+        case .raw(let raw): output.append(contentsOf: raw.text)
         case .array(let elements):
             output.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {

@@ -57,7 +57,7 @@ private final class ListFanOut: Cancellable {
             }
         }
         listFetch = sink
-        resource.upstream.json(resource.definition.listPath, trace: trace, read: resource.items(in:)).receive(subscriber: sink)
+        resource.upstream.json(resource.definition.listPath, trace: trace, keepingObjectText: true, read: resource.items(in:)).receive(subscriber: sink)
     }
 
     func cancel() {
@@ -108,7 +108,7 @@ private final class ListFanOut: Cancellable {
         let sink = FetchSink<JSON?> { [self] result in detailEnded(index, result) }
         fetches[index] = sink
         let resource = self.resource
-        resource.upstream.json(path, trace: trace) { document in resource.merged(item, withDetailsFrom: document, path: path) }
+        resource.upstream.json(path, trace: trace, keepingObjectText: true) { document in resource.merged(item, withDetailsFrom: document, path: path) }
             .receive(subscriber: sink)
     }
 

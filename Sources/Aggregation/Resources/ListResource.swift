@@ -99,15 +99,39 @@ public struct ListResource {
 
     /// An item merged with its details: the item's members in order, then the details'
     /// members it does not have (the list's values win); nil unless both are objects.
+    ///
+    /// When both came with their text (``JSON/raw(_:)``, as the fetches parse them) and no
+    /// detail member is dropped, the merged text is the two texts spliced, `{item…,detail…}`:
+    /// the answer then copies it instead of serializing every member again.
     public static func merge(_ item: JSON, details: JSON) -> JSON? {
         guard let members = item.objectValue, let extra = details.objectValue else { return nil }
         // An item has a few members: scanning them beats hashing every key into a set, which
         // cost an array, a set and a hash per key for every item of every answer.
         if members.count <= 16 {
+            if case .raw(let itemText) = item, case .raw(let detailText) = details,
+               !extra.contains(where: { detail in members.contains { $0.key == detail.key } }) {
+                return spliced(itemText, detailText)
+            }
             return .object(members + extra.filter { detail in !members.contains { $0.key == detail.key } })
         }
         let known = Set(members.map(\.key))
+        if case .raw(let itemText) = item, case .raw(let detailText) = details, !extra.contains(where: { known.contains($0.key) }) {
+            return spliced(itemText, detailText)
+        }
         return .object(members + extra.filter { !known.contains($0.key) })
+    }
+
+    /// `{item…,detail…}`: the texts of an item and of its details (which add only new
+    /// members), spliced.
+    private static func spliced(_ item: RawJSON, _ details: RawJSON) -> JSON {
+        if details.text.count == 2 { return .raw(item) }
+        if item.text.count == 2 { return .raw(details) }
+        var text: [UInt8] = []
+        text.reserveCapacity(item.text.count + details.text.count)
+        text.append(contentsOf: item.text.dropLast())
+        text.append(UInt8(ascii: ","))
+        text.append(contentsOf: details.text.dropFirst())
+        return RawJSON(splicedText: text).map(JSON.raw) ?? .object(item.members + details.members)
     }
 
     func error(_ code: ResourceError.Code, _ path: String, _ message: String) -> ResourceError {

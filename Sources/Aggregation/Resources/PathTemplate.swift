@@ -21,7 +21,14 @@ public struct PathTemplate: Sendable, Equatable, CustomStringConvertible {
     /// The path for `id`, or nil when `id` cannot be one path segment.
     public func path(for id: String) -> String? {
         guard !id.isEmpty, id != ".", id != ".." else { return nil }
-        return prefix + QueryString.percentEncoded(id) + suffix
+        // One string with room for all three parts: `prefix + id + suffix` allocated twice
+        // (once for each `+`), for every detail call.
+        let encoded = QueryString.percentEncoded(id)
+        var path = prefix
+        path.reserveCapacity(prefix.utf8.count + encoded.utf8.count + suffix.utf8.count)
+        path.append(encoded)
+        path.append(suffix)
+        return path
     }
 
     public var description: String { prefix + "{id}" + suffix }

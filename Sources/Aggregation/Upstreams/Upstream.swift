@@ -60,7 +60,7 @@ public final class Upstream {
     /// request(1) ──▶ GET ──▶ 503 ──backoff──▶ GET ──▶ 200 {…} ──▶ JSON ─|
     /// ```
     public func json(_ path: String, trace: TraceContext) -> FetchJSON<JSON> {
-        FetchJSON(upstream: self, path: path, trace: trace) { .success($0) }
+        FetchJSON(upstream: self, path: path, trace: trace, keepsObjectText: false) { .success($0) }
     }
 
     /// GET `path` and make something of the parsed body with `read`, whose failure fails the
@@ -70,10 +70,14 @@ public final class Upstream {
     /// ```swift
     /// tasks.json("/groups", trace: trace) { document in items(in: document) }   // Result<[JSON], ResourceError>
     /// ```
+    ///
+    /// With `keepingObjectText`, the body's objects come to `read` with their text where it can
+    /// be copied out as is (``JSON/init(parsing:keepingObjectText:)``).
     public func json<Value>(
-        _ path: String, trace: TraceContext, read: @escaping (JSON) -> Result<Value, ResourceError>
+        _ path: String, trace: TraceContext, keepingObjectText: Bool = false,
+        read: @escaping (JSON) -> Result<Value, ResourceError>
     ) -> FetchJSON<Value> {
-        FetchJSON(upstream: self, path: path, trace: trace, read: read)
+        FetchJSON(upstream: self, path: path, trace: trace, keepsObjectText: keepingObjectText, read: read)
     }
 
     /// See ``Upstream/json(_:read:)``.
@@ -84,6 +88,7 @@ public final class Upstream {
         let upstream: Upstream
         public let path: String
         public let trace: TraceContext
+        let keepsObjectText: Bool
         let read: (JSON) -> Result<Value, ResourceError>
 
         public func receive<Downstream: Subscriber>(subscriber: Downstream)
@@ -99,6 +104,7 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
     private let upstream: Upstream
     private let path: String
     private let trace: TraceContext
+    private let keepsObjectText: Bool
     private let read: (JSON) -> Result<Value, ResourceError>
     private var downstream: Downstream?
     private var started = false
@@ -113,6 +119,7 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
         upstream = fetch.upstream
         path = fetch.path
         trace = fetch.trace
+        keepsObjectText = fetch.keepsObjectText
         read = fetch.read
         self.downstream = downstream
     }
@@ -143,8 +150,13 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
         case nil:
             break
         }
+        // One array, sized once: `[Accept] + trace.upstreamHeaders()` made three.
+        var headers: [(String, String)] = []
+        headers.reserveCapacity(3)
+        headers.append(("Accept", "application/json"))
+        trace.appendUpstreamHeaders(to: &headers)
         let request = UpstreamRequest(
-            base: upstream.base, path: path, headers: [("Accept", "application/json")] + trace.upstreamHeaders(),
+            base: upstream.base, path: path, headers: headers,
             timeout: upstream.policy.timeout, maxResponseBytes: upstream.policy.maxResponseBytes)
         attemptStarted = .now
         call = upstream.client.execute(request) { [self] result in
@@ -195,7 +207,7 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
         }
         let document: JSON
         do {
-            document = try JSON(parsing: response.body)
+            document = try JSON(parsing: response.body, keepingObjectText: keepsObjectText)
         } catch {
             return failed(ResourceError(
                 code: .upstreamMalformed, upstream: upstream.name, path: path,

@@ -203,12 +203,21 @@ public final class ServerRequest {
     private func setHeader(_ name: String, _ value: String, in output: UnsafeMutablePointer<evkeyvalq>?) {
         var value = value
         if name.utf8.count == 4, name.lowercased() == "vary", let existing = evhttp_find_header(output, name).map({ String(cString: $0) }) {
-            let names = existing.split(separator: ",").map { String($0.filter { $0 != " " && $0 != "\t" }) }
-            let added = value.split(separator: ",").map { String($0.filter { $0 != " " && $0 != "\t" }) }
+            let names = Self.varyNames(in: existing)
+            let added = Self.varyNames(in: value)
                 .filter { name in !names.contains { $0.lowercased() == name.lowercased() } }
             value = (names + added).joined(separator: ", ")
         }
         HeaderList.add(name, value, to: output, replacing: true)
+    }
+
+    /// The names of a `Vary` value, spaces and tabs removed: `"Origin, Accept-Encoding"` is
+    /// `["Origin", "Accept-Encoding"]`. Over the UTF-8 bytes: `String.filter` walks
+    /// grapheme clusters, and cost ~1% of a `/groups` request's instructions here.
+    private static func varyNames(in value: String) -> [String] {
+        value.utf8.split(separator: UInt8(ascii: ",")).map { name in
+            String(decoding: name.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }, as: UTF8.self)
+        }
     }
 
     /// Marks the answer `Connection: close`: evhttp frees the connection once it is written.

@@ -57,6 +57,14 @@ public struct TraceContext: Sendable, Equatable {
     /// The headers of one upstream call: `traceparent` with a new span id, and `tracestate`
     /// when the request had one.
     public func upstreamHeaders() -> [(String, String)] {
+        var headers: [(String, String)] = []
+        appendUpstreamHeaders(to: &headers)
+        return headers
+    }
+
+    /// Appends the headers of one upstream call (``upstreamHeaders()``) to `headers`: a caller
+    /// with headers of its own makes one array, not two and a third to join them.
+    public func appendUpstreamHeaders(to headers: inout [(String, String)]) {
         let span = Self.nextSpanID()
         // 00-<trace id>-<span id>-<flags>, written in place: one allocation per call.
         let parent = String(unsafeUninitializedCapacity: 55) { buffer in
@@ -70,8 +78,8 @@ public struct TraceContext: Sendable, Equatable {
             _ = UnsafeMutableBufferPointer(rebasing: buffer[53..<55]).initialize(from: flags.utf8)
             return 55
         }
-        guard let state else { return [("traceparent", parent)] }
-        return [("traceparent", parent), ("tracestate", state)]
+        headers.append(("traceparent", parent))
+        if let state { headers.append(("tracestate", state)) }
     }
 
     /// Where span ids come from: a Weyl sequence from a random start, shared by every thread.

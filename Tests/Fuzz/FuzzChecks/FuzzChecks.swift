@@ -11,7 +11,9 @@ import TributaryTesting
 public enum FuzzChecks {
     /// Upstream JSON: parsing never crashes; what we serialize parses back to the same
     /// document, byte for byte stable, on one line; merging an item with its details keeps
-    /// the item's members first and adds only the missing ones.
+    /// the item's members first and adds only the missing ones. Parsed keeping the objects'
+    /// text, the document is equal and writes the same bytes, and so does a merge (spliced
+    /// texts must be what serializing the merged tree would write).
     public static func json(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let document = try? JSON(parsing: bytes) else { return }
         let text = document.serialized
@@ -19,7 +21,13 @@ public enum FuzzChecks {
         precondition(reparsed == document, "serializing changed the document")
         precondition(reparsed.serialized == text, "serializing is not stable")
         precondition(!text.contains(0x0A) && !text.contains(0x0D), "serialized JSON holds a line break")
+        guard let kept = try? JSON(parsing: Array(bytes), keepingObjectText: true) else { preconditionFailure("keeping text refused a document") }
+        precondition(kept == document && document == kept, "keeping text changed the document")
+        precondition(kept.serialized == text, "a kept text differs from the serialized tree")
         guard case .array(let pair) = document, pair.count == 2 else { return }
+        if let keptPair = kept.arrayValue, let spliced = ListResource.merge(keptPair[0], details: keptPair[1]) {
+            precondition(spliced.serialized == ListResource.merge(pair[0], details: pair[1])?.serialized, "a spliced merge differs")
+        }
         guard let merged = ListResource.merge(pair[0], details: pair[1]) else {
             precondition(pair[0].objectValue == nil || pair[1].objectValue == nil, "merging two objects failed")
             return
