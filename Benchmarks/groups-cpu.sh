@@ -8,8 +8,6 @@
 #                                                   (one worker, counters zeroed after a warm-up),
 #                                                   profile in /tmp/groups-callgrind.out
 #
-# Tributary runs with coalescing off (COALESCE=on to change it), as the peers work: each
-# request its own fetch, so the figures are per aggregated request.
 # Env: TARGET=tributary|go (cpu mode), WORKERS (tributary, default auto), PORT_BASE (default
 # 18180: nginx on +1, the server on +13), COALESCE=off|on (default off, as in groups.sh: every
 # request its own fetch; with coalescing, concurrent requests share runs and the count per
@@ -39,12 +37,9 @@ trap cleanup EXIT
 [ -f "$fixture/groups.json" ] || python3 "$bench/upstream/gen.py" "$n" "$fixture" >/dev/null
 "$bench/upstream/run-upstream.sh" "$up_port" "$fixture" >/dev/null
 
-coalesce=$([ "${COALESCE:-off}" = on ] && echo true || echo false)
-sed -E -e '/^    coalesce:/d' -e "s/^(    kind: .*)$/\1\n    coalesce: $coalesce/" "$root/config/tributary.yaml" >"$work/tributary.yaml"
-export TRIBUTARY_CONFIG=$work/tributary.yaml
-export TRIBUTARY_LOG_LEVEL=warning
 "$root/Benchmarks/coalesce-config.sh" "${COALESCE:-off}" >"$work/tributary.yaml"
 export TRIBUTARY_CONFIG="$work/tributary.yaml"
+export TRIBUTARY_LOG_LEVEL=warning
 tributary=("${TRIBUTARY_BIN:-$root/.build/release/tributary}"
     --listen "127.0.0.1:$port" --upstream "tasks=http://127.0.0.1:$up_port")
 case $mode/$target in
