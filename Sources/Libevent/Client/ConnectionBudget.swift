@@ -30,17 +30,22 @@ public final class ConnectionBudgets: Sendable {
 ///
 /// Lending, when a pool is *starving* (calls wait, and it is below the limit itself):
 /// - every other pool is nudged on its own loop to close its idle connections;
-/// - a pool holding its fair share (limit ÷ pools, rounded up) or more opens no new connection and
-///   closes busy ones as their calls end, instead of reusing them, until it is back to its
-///   share; one with no calls waiting closes them rather than keep them idle;
+/// - a pool holding its share or more opens no new connection and closes busy ones as their
+///   calls end, instead of reusing them, until it is back to its share; one with no calls
+///   waiting closes them rather than keep them idle. Its share is the limit in proportion to
+///   its demand (calls waiting or on a connection) among all the pools' demands, which the
+///   pools publish only while one of them starves (or when theirs drops to none);
 /// - every connection given back wakes the starving pools on their loops to take it.
 ///
-/// So a lone busy worker gets the whole limit, and busy workers end up with a fair share each.
+/// So a lone busy worker gets the whole limit, and busy workers share it as their calls do:
+/// a call waits about as long whichever worker it is on, as with one pool for the process.
 final class ConnectionBudget: Sendable {
     private let limitValue = Atomic<Int>(Int.max)
     private let held = Atomic<Int>(0)
     private let starvingCount = Atomic<Int>(0)
     private let memberCount = Atomic<Int>(0)
+    /// The pools' demands as last published (see ``share(forDemand:)``).
+    private let demandTotal = Atomic<Int>(0)
     private let members = Mutex<[Member]>([])
 
     /// One pool's place in the budget: its loop, and whether it starves. The pool is reached
@@ -69,22 +74,37 @@ final class ConnectionBudget: Sendable {
 
     var isOverLimit: Bool { heldCount > limit }
 
-    /// What each pool may keep while another starves: an equal part of the limit, rounded up
-    /// (rounded down, a connection of an odd limit would go back and forth), at least one.
-    var fairShare: Int {
-        let pools = max(1, memberCount.load(ordering: .relaxed))
-        return max(1, (limit + pools - 1) / pools)
+    /// What a pool with `demand` calls (waiting or on a connection) may keep while another
+    /// starves: the limit in proportion to its part of all the pools' published demands (an
+    /// equal part when none is known), rounded up (rounded down, a connection of an odd limit
+    /// would go back and forth), at least one.
+    func share(forDemand demand: Int) -> Int {
+        let total = max(demand, demandTotal.load(ordering: .relaxed))
+        guard total > 0 else {
+            let pools = max(1, memberCount.load(ordering: .relaxed))
+            return max(1, (limit + pools - 1) / pools)
+        }
+        return max(1, (limit * demand + total - 1) / total)
     }
+
+    /// A pool's demand changed by `delta` since it last published it.
+    func addDemand(_ delta: Int) {
+        demandTotal.add(delta, ordering: .relaxed)
+    }
+
+    /// Whether some pool starves (the pools then publish their demands).
+    var isContended: Bool { starvingCount.load(ordering: .relaxed) > 0 }
 
     func join(_ member: Member) {
         members.withLock { $0.append(member) }
         memberCount.add(1, ordering: .relaxed)
     }
 
-    /// `member` leaves with the `connections` it still holds.
-    func leave(_ member: Member, holding connections: Int) {
+    /// `member` leaves with the `connections` it still holds and the demand it published last.
+    func leave(_ member: Member, holding connections: Int, demand: Int) {
         members.withLock { $0.removeAll { $0 === member } }
         memberCount.subtract(1, ordering: .relaxed)
+        addDemand(-demand)
         fed(member)
         if connections > 0 { giveBack(connections) }
     }

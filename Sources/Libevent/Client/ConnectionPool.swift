@@ -39,6 +39,8 @@ final class ConnectionPool {
     /// The connections all pools of this origin may hold together.
     private let budget: ConnectionBudget
     private var member: ConnectionBudget.Member!
+    /// The demand this pool last added to the budget's total (see ``publishDemand()``).
+    private var publishedDemand = 0
 
     /// `budget`: shared with the other loops' pools for `origin` (nil: a budget of its own).
     init(origin: BaseURL.Origin, capacity: Int, maxQueue: Int, budget: ConnectionBudget?, client: UpstreamClient) {
@@ -54,7 +56,7 @@ final class ConnectionPool {
     }
 
     deinit {
-        budget.leave(member, holding: openCount)
+        budget.leave(member, holding: openCount, demand: publishedDemand)
     }
 
     /// Takes up new limits (a configuration reload; `capacity` is the budget's new limit too):
@@ -88,6 +90,7 @@ final class ConnectionPool {
             waiting.append(call)
             queuedCount += 1
             if openCount < capacity && budget.starve(member) { dispatchWaiting() }
+            if budget.isContended { publishDemand() }
         }
     }
 
@@ -106,6 +109,7 @@ final class ConnectionPool {
     /// is freed on a later loop turn (this may run inside its own libevent callback).
     func checkIn(_ connection: UpstreamConnection, from call: UpstreamCall, reusable: Bool) {
         active[ObjectIdentifier(call)] = nil
+        if budget.isContended { publishDemand() }
         if reusable && connection.isReusable && openCount <= capacity && !budget.isOverLimit && !owesConnection(keeping: true) {
             idle.append(connection)
         } else {
@@ -119,8 +123,19 @@ final class ConnectionPool {
     /// more than its fair share, or has no call waiting for it.
     private func owesConnection(keeping: Bool) -> Bool {
         guard budget.othersStarve(than: member) else { return false }
-        let share = budget.fairShare
+        publishDemand()
+        let share = budget.share(forDemand: publishedDemand)
         return keeping ? (queuedCount == 0 || openCount > share) : openCount >= share
+    }
+
+    /// Tells the budget how many calls this pool has (waiting or on a connection), when that
+    /// changed: one atomic addition, made only while some pool starves (shares are computed
+    /// then) or when the pool has no call left (a stale demand would shrink the others' share).
+    private func publishDemand() {
+        let demand = queuedCount + active.count
+        guard demand != publishedDemand else { return }
+        budget.addDemand(demand - publishedDemand)
+        publishedDemand = demand
     }
 
     /// Another pool of the origin starves: idle connections here are given back to the budget.
@@ -171,6 +186,7 @@ final class ConnectionPool {
             guard let connection = checkOut() else {
                 // Starving now: a connection given back just before was not seen as wanted.
                 if openCount < capacity && budget.starve(member) { dispatchWaiting() }
+                if budget.isContended { publishDemand() }
                 return
             }
             advanceWaiting()
@@ -178,6 +194,7 @@ final class ConnectionPool {
             dispatch(call, on: connection)
         }
         budget.fed(member)
+        if active.isEmpty && publishedDemand != 0 { publishDemand() }
     }
 
     private func dispatch(_ call: UpstreamCall, on connection: UpstreamConnection) {
