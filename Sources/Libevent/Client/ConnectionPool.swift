@@ -120,7 +120,7 @@ final class ConnectionPool {
 
     /// Whether another pool starves and this one should give it a connection rather than
     /// keep one (`keeping`: a connection it has; otherwise one it would open): when it holds
-    /// more than its fair share, or has no call waiting for it.
+    /// more than its share (``ConnectionBudget/share(forDemand:)``), or has no call waiting.
     private func owesConnection(keeping: Bool) -> Bool {
         guard budget.othersStarve(than: member) else { return false }
         publishDemand()
