@@ -30,9 +30,9 @@ public final class ConnectionBudgets: Sendable {
 ///
 /// Lending, when a pool is *starving* (calls wait, and it is below the limit itself):
 /// - every other pool is nudged on its own loop to close its idle connections;
-/// - a pool holding its share or more opens no new connection and closes busy ones as their
-///   calls end, instead of reusing them, until it is back to its share; one with no calls
-///   waiting closes them rather than keep them idle. Its share is the limit in proportion to
+/// - a pool holding its share or more opens no new connection; one holding more than its
+///   share by some slack closes busy ones as their calls end, instead of reusing them, until
+///   it is back within it; one with no calls waiting closes them rather than keep them idle. Its share is the limit in proportion to
 ///   its demand (calls waiting or on a connection) among all the pools' demands, which the
 ///   pools publish only while one of them starves (or when theirs drops to none);
 /// - every connection given back wakes the starving pools on their loops to take it.
