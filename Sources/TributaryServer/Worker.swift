@@ -37,16 +37,21 @@ public final class Worker {
     private var drainCheck: LoopTimer?
     /// The process's last good JSON documents, for `staleIfError` (the first worker's).
     private let staleSnapshots: StaleSnapshots
+    /// The process's connections per upstream origin, lent between the workers (the first
+    /// worker's).
+    private let connectionBudgets: ConnectionBudgets
 
     /// What the first worker of a process shares with the others: the live pipelines it runs
     /// for all of them, the process's place in the fleet, and its circuit breakers (an
-    /// upstream failing is the same upstream for every worker).
+    /// upstream failing is the same upstream for every worker), and the connection budgets its
+    /// pools and theirs take from (`poolSize` is the whole process's).
     public struct Shares: Sendable {
         /// Each live resource's source: the pipeline, or in a fleet its ``FleetLiveResource``.
         public let live: [String: LoopBound<any LiveSource>]
         let cluster: ClusterLink?
         let breakers: [String: CircuitBreaker]
         let staleSnapshots: StaleSnapshots
+        let connectionBudgets: ConnectionBudgets
     }
 
     /// A worker on `loop`. The first worker of a process runs the live pipelines itself (and,
@@ -63,7 +68,8 @@ public final class Worker {
         self.loop = loop
         self.configuration = configuration
         self.logger = logger
-        client = UpstreamClient(loop: loop)
+        connectionBudgets = firstWorkerShares?.connectionBudgets ?? ConnectionBudgets()
+        client = UpstreamClient(loop: loop, configuration: .init(connectionBudgets: connectionBudgets))
         self.directory = directory
         staleSnapshots = firstWorkerShares?.staleSnapshots ?? StaleSnapshots()
         var clusterLink = firstWorkerShares?.cluster
@@ -185,7 +191,8 @@ public final class Worker {
         EventsRoutes(views: mounted.mapValues(\.liveViews), streams: streams).register(in: &router)
         if firstWorkerShares == nil {
             shares = Shares(
-                live: mounted.compactMapValues(\.owned), cluster: clusterLink, breakers: breakers, staleSnapshots: staleSnapshots)
+                live: mounted.compactMapValues(\.owned), cluster: clusterLink, breakers: breakers, staleSnapshots: staleSnapshots,
+                connectionBudgets: connectionBudgets)
         }
         StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
         OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
@@ -237,7 +244,7 @@ public final class Worker {
     /// breaker (the first worker's new one, the one an unchanged upstream had), and sets the
     /// connection pool limits of every origin.
     private func updateUpstreams() {
-        for (origin, limit) in configuration.poolLimitsPerWorker {
+        for (origin, limit) in configuration.poolLimits {
             guard let url = configuration.upstreams.values.first(where: { $0.url.origin == origin })?.url else { continue }
             client.setPoolLimits(capacity: limit.capacity, maxQueue: limit.maxQueue, for: url)
         }

@@ -154,10 +154,26 @@ public final class ScriptedUpstream: Sendable {
 extension [RecordedRequest] {
     /// The largest number of these requests in flight at one moment.
     public var maxInFlight: Int {
+        Self.peak(of: map { ($0.startedAt, $0.endedAt ?? .now) })
+    }
+
+    /// The largest number of connections in use at one moment, each counted from the start of
+    /// its first request to the end of its last one (a connection is its client port). Unlike
+    /// a count of the server's open sockets, which learns of a client's close a moment late,
+    /// this does not see a connection closed and another opened in its place overlap.
+    public var maxConnectionsInUse: Int {
+        let spans = Dictionary(grouping: self, by: \.clientPort).values.map { requests in
+            (requests.map(\.startedAt).min()!, requests.map { $0.endedAt ?? .now }.max()!)
+        }
+        return Self.peak(of: spans)
+    }
+
+    /// The most of `spans` that overlap at one moment (one ending as another starts: no overlap).
+    private static func peak(of spans: [(start: ContinuousClock.Instant, end: ContinuousClock.Instant)]) -> Int {
         var edges: [(at: ContinuousClock.Instant, step: Int)] = []
-        for record in self {
-            edges.append((record.startedAt, 1))
-            edges.append((record.endedAt ?? .now, -1))
+        for span in spans {
+            edges.append((span.start, 1))
+            edges.append((span.end, -1))
         }
         edges.sort { $0.at == $1.at ? $0.step < $1.step : $0.at < $1.at }
         var level = 0

@@ -37,19 +37,7 @@ struct ConfigurationTests {
         #expect(groups.definition.detailPath.description == "/groups/{id}/metadata")
     }
 
-    @Test("poolSize is split evenly across workers, rounded down, at least one connection each")
-    func poolShare() throws {
-        var tasks = Configuration.UpstreamSettings(url: try BaseURL("http://127.0.0.1:1"))
-        tasks.poolSize = 128
-        #expect(tasks.poolSize(perWorkerOf: 1) == 128)
-        #expect(tasks.poolSize(perWorkerOf: 2) == 64)
-        tasks.poolSize = 5
-        #expect(tasks.poolSize(perWorkerOf: 2) == 2)
-        tasks.poolSize = 1
-        #expect(tasks.poolSize(perWorkerOf: 3) == 1)
-    }
-
-    @Test("upstreams on one origin share its pool, sized and queued by the largest of their values in any order")
+    @Test("upstreams on one origin share its pools, sized (for the whole process, whatever the workers) and queued by the largest of their values in any order")
     func poolPerOrigin() throws {
         for (tasks, media) in [(8, 20), (20, 8)] {
             let configuration = try Configuration.load(yaml: """
@@ -59,10 +47,10 @@ struct ConfigurationTests {
                   media: {url: "http://127.0.0.1:1/media", poolSize: \(media), maxQueue: \(media * 10)}
                   search: {url: "http://127.0.0.1:2"}
                 """, file: "t.yaml")
-            let limits = configuration.poolLimitsPerWorker
-            #expect(limits[try BaseURL("http://127.0.0.1:1").origin]?.capacity == 10)
+            let limits = configuration.poolLimits
+            #expect(limits[try BaseURL("http://127.0.0.1:1").origin]?.capacity == 20)
             #expect(limits[try BaseURL("http://127.0.0.1:1").origin]?.maxQueue == 200)
-            #expect(limits[try BaseURL("http://127.0.0.1:2").origin]?.capacity == 32)
+            #expect(limits[try BaseURL("http://127.0.0.1:2").origin]?.capacity == 64)
             #expect(limits[try BaseURL("http://127.0.0.1:2").origin]?.maxQueue == 10_000)
             #expect(limits.count == 2)
         }

@@ -95,7 +95,28 @@ struct ProcessTests {
         let requests = upstream.requests
         #expect(requests.count == 8 * 13)
         #expect(requests.maxInFlight <= 4)
-        #expect(Set(requests.map(\.clientPort)).count <= 4, "upstream connections")
+        #expect(requests.maxConnectionsInUse <= 4, "upstream connections")
+        #expect(await service.terminate() == 0)
+        await upstream.shutdown()
+    }
+
+    @Test("one worker busy alone may use all of upstreams.<name>.poolSize, not half of it")
+    func poolLentToTheBusyWorker() async throws {
+        let fixture = TaskGroupsFixture(count: 16)
+        let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0, delay: .milliseconds(50))! }
+        let service = try await ServiceProcess(
+            yaml: Self.yaml(upstream: upstream.baseURL, poolSize: 8, coalesce: false), arguments: ["--workers", "2"])
+        // One client connection: one worker gets all of its requests, and each needs 16
+        // detail calls at once.
+        let client = try await TestConnection(port: service.port)
+        for _ in 0..<3 {
+            try await client.sendRequest("GET", "/groups")
+            #expect(try await client.readResponse().text == fixture.mergedJSON)
+        }
+        let details = upstream.requests.filter { $0.path.hasSuffix("/metadata") }
+        #expect(details.count == 3 * 16)
+        #expect(details.maxInFlight == 8, "an even split would give the busy worker 4")
+        #expect(upstream.requests.maxConnectionsInUse <= 8)
         #expect(await service.terminate() == 0)
         await upstream.shutdown()
     }

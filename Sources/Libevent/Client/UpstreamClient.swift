@@ -26,10 +26,15 @@ public final class UpstreamClient {
         public var connectionTimeout: Duration
         /// Trust for HTTPS origins (nil: the system's CA certificates).
         public var tls: TLSContext?
+        /// Budgets shared with the other loops' clients (nil: each pool is on its own): the
+        /// pools of an origin then hold at most its capacity together, and lend it to each
+        /// other (see ``ConnectionBudgets``).
+        public var connectionBudgets: ConnectionBudgets?
 
         public init(
             defaultPoolCapacity: Int = 64, defaultMaxQueue: Int = 10_000, maxResponseBytes: Int = 8 * 1024 * 1024,
-            maxResponseHeaderBytes: Int = 64 * 1024, connectionTimeout: Duration = .seconds(30), tls: TLSContext? = nil
+            maxResponseHeaderBytes: Int = 64 * 1024, connectionTimeout: Duration = .seconds(30), tls: TLSContext? = nil,
+            connectionBudgets: ConnectionBudgets? = nil
         ) {
             self.defaultPoolCapacity = defaultPoolCapacity
             self.defaultMaxQueue = defaultMaxQueue
@@ -37,6 +42,7 @@ public final class UpstreamClient {
             self.maxResponseHeaderBytes = maxResponseHeaderBytes
             self.connectionTimeout = connectionTimeout
             self.tls = tls
+            self.connectionBudgets = connectionBudgets
         }
     }
 
@@ -61,9 +67,10 @@ public final class UpstreamClient {
         if let dns { evdns_base_free(dns, 0) }
     }
 
-    /// Sets how many connections the pool for `base`'s origin may open, and how many calls
-    /// may wait for one (nil: ``Configuration/defaultMaxQueue``). A pool already in use takes
-    /// them up in place (see ``ConnectionPool/setLimits(capacity:maxQueue:)``).
+    /// Sets how many connections the pool for `base`'s origin may open (with
+    /// ``Configuration/connectionBudgets``: all the clients' pools for it together), and how
+    /// many calls may wait for one here (nil: ``Configuration/defaultMaxQueue``). A pool
+    /// already in use takes them up in place (see ``ConnectionPool/setLimits(capacity:maxQueue:)``).
     public func setPoolLimits(capacity: Int, maxQueue: Int? = nil, for base: BaseURL) {
         let limit = (capacity: capacity, maxQueue: maxQueue ?? configuration.defaultMaxQueue)
         limits[base.origin] = limit
@@ -99,7 +106,9 @@ public final class UpstreamClient {
     private func pool(for origin: BaseURL.Origin) -> ConnectionPool {
         if let pool = pools[origin] { return pool }
         let limit = limits[origin] ?? (configuration.defaultPoolCapacity, configuration.defaultMaxQueue)
-        let pool = ConnectionPool(origin: origin, capacity: limit.capacity, maxQueue: limit.maxQueue, client: self)
+        let pool = ConnectionPool(
+            origin: origin, capacity: limit.capacity, maxQueue: limit.maxQueue,
+            budget: configuration.connectionBudgets?.budget(for: origin), client: self)
         pools[origin] = pool
         return pool
     }

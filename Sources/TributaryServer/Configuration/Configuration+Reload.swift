@@ -42,7 +42,8 @@ extension Configuration {
     /// What a pipeline of resource `name` is made of: its own settings and how it calls its
     /// upstream. Two configurations with the same definition run the same pipeline, so its
     /// live streams may go on across a reload. An upstream's `poolSize` and `maxQueue` are not
-    /// part of it: they bound the worker's connection pool, which follows them in place.
+    /// part of it: they bound the process's connection budget and the worker's pool, which
+    /// follow them in place.
     public func definition(of name: String) -> ResourceDefinition? {
         guard let resource = resources[name], var upstream = upstreams[resource.upstream] else { return nil }
         let pool = UpstreamSettings(url: upstream.url)

@@ -18,16 +18,16 @@ public struct Configuration: Sendable {
 
     public init() {}
 
-    /// How many connections each worker's pool for an upstream origin may open, and how many
-    /// calls may wait for one. Upstreams on one origin share its pool (their connections are
-    /// interchangeable), which gets the largest of their values whatever order the file lists
+    /// How many connections the workers' pools for an upstream origin may hold together (a
+    /// budget they lend each other: see ``ConnectionBudgets``), and how many calls may wait
+    /// for one in each worker. Upstreams on one origin share its pools (their connections are
+    /// interchangeable), which get the largest of their values whatever order the file lists
     /// them in.
-    public var poolLimitsPerWorker: [BaseURL.Origin: (capacity: Int, maxQueue: Int)] {
+    public var poolLimits: [BaseURL.Origin: (capacity: Int, maxQueue: Int)] {
         var limits: [BaseURL.Origin: (capacity: Int, maxQueue: Int)] = [:]
         for upstream in upstreams.values {
             let known = limits[upstream.url.origin] ?? (0, 0)
-            limits[upstream.url.origin] = (
-                max(known.capacity, upstream.poolSize(perWorkerOf: server.workers)), max(known.maxQueue, upstream.maxQueue))
+            limits[upstream.url.origin] = (max(known.capacity, upstream.poolSize), max(known.maxQueue, upstream.maxQueue))
         }
         return limits
     }
@@ -104,11 +104,12 @@ public struct Configuration: Sendable {
         public var url: BaseURL
         /// `timeout`, `retries`, `backoff`, `maxResponseBytes`: see ``Upstream/Policy``.
         public var policy = Upstream.Policy()
-        /// `poolSize`: keep-alive connections to this upstream from the whole process, split
-        /// evenly across the workers (see ``poolSize(perWorkerOf:)``), so adding workers does
-        /// not multiply what the upstream has to hold.
+        /// `poolSize`: keep-alive connections to this upstream from the whole process (connecting,
+        /// busy and idle), so adding workers does not multiply what the upstream has to hold. The
+        /// workers share it as a budget: a busy worker may use all of it while the others do not
+        /// need it, and busy workers get an equal part each (see ``ConnectionBudgets``).
         public var poolSize = 64
-        /// `maxQueue`: calls that may wait for one of a worker's connections to this upstream;
+        /// `maxQueue`: calls that may wait for a connection to this upstream in each worker;
         /// beyond it a call fails at once, 503 `upstream_saturated`, instead of queueing
         /// without bound while the upstream is slow.
         public var maxQueue = 10_000
@@ -117,12 +118,6 @@ public struct Configuration: Sendable {
 
         public init(url: BaseURL) {
             self.url = url
-        }
-
-        /// One worker's share of ``poolSize`` when `workers` share it: an equal part, rounded
-        /// down so the process stays within `poolSize`, but at least one connection.
-        public func poolSize(perWorkerOf workers: Int) -> Int {
-            max(1, poolSize / max(1, workers))
         }
     }
 
