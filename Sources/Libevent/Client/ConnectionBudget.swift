@@ -32,9 +32,10 @@ public final class ConnectionBudgets: Sendable {
 /// - every other pool is nudged on its own loop to close its idle connections;
 /// - a pool holding its share or more opens no new connection; one holding more than its
 ///   share by some slack closes busy ones as their calls end, instead of reusing them, until
-///   it is back within it; one with no calls waiting closes them rather than keep them idle. Its share is the limit in proportion to
-///   its demand (calls waiting or on a connection) among all the pools' demands, which the
-///   pools publish only while one of them starves (or when theirs drops to none);
+///   it is back within it; one with no calls waiting closes them rather than keep them idle.
+///   Its share is the limit in proportion to its demand (calls waiting or on a connection)
+///   among all the pools' demands, which the pools publish only while one of them starves (or
+///   when theirs drops to none);
 /// - every connection given back wakes the starving pools on their loops to take it.
 ///
 /// So a lone busy worker gets the whole limit, and busy workers share it as their calls do:
