@@ -53,8 +53,9 @@ struct HostileUpstreamTests {
                 let path = id == 4 ? "/refused" : "/wait"
                 client.value.execute(UpstreamRequest(base: base, path: path, timeout: id == 4 ? .seconds(10) : .seconds(1))) {
                     outcome in
-                    outcomes.update { $0[id] = outcome }
+                    // The order first: the test reads it once it sees the outcome.
                     finishOrder.update { $0.append(id) }
+                    outcomes.update { $0[id] = outcome }
                 }
             }
         }
