@@ -107,7 +107,7 @@ public struct Configuration: Sendable {
         /// `poolSize`: keep-alive connections to this upstream from the whole process (connecting,
         /// busy and idle), so adding workers does not multiply what the upstream has to hold. The
         /// workers share it as a budget: a busy worker may use all of it while the others do not
-        /// need it, and busy workers get an equal part each (see ``ConnectionBudgets``).
+        /// need it, and busy workers share it in proportion to their calls (see ``ConnectionBudgets``).
         public var poolSize = 64
         /// `maxQueue`: calls that may wait for a connection to this upstream in each worker;
         /// beyond it a call fails at once, 503 `upstream_saturated`, instead of queueing
