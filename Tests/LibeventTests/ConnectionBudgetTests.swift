@@ -46,7 +46,14 @@ struct ConnectionBudgetTests {
         let (a, b) = try await Self.pair(poolSize: 8)
         _ = try await b.start(0, UpstreamRequest(base: base, path: "/b/0"))
         #expect(await b.outcomes.wait(timeout: .seconds(5)) { $0.count == 1 })
-        for id in 0..<40 { _ = try await a.start(id, UpstreamRequest(base: base, path: "/a/\(id)")) }
+        // All 40 in one loop turn: started one hop at a time, a loaded machine can start them
+        // slower than the upstream's 30 ms answers them, and fewer than 8 are ever in flight.
+        let (client, outcomes) = (a.client, a.outcomes)
+        try await a.thread.run { _ in
+            for id in 0..<40 {
+                client.value.execute(UpstreamRequest(base: base, path: "/a/\(id)")) { outcome in outcomes.update { $0[id] = outcome } }
+            }
+        }
         #expect(await a.outcomes.wait(timeout: .seconds(20)) { $0.count == 40 })
         let calls = upstream.requests.filter { $0.path.hasPrefix("/a/") }
         #expect(calls.maxInFlight == 8, "an even split would give this loop 4")
