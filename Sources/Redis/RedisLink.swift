@@ -157,13 +157,13 @@ final class RedisLink {
                 case .success(let address):
                     phase = .waiting
                     connect(to: address)
-                case .failure(let error):
+                case .failure(let failure):
                     phase = .waiting
-                    ended(error)
+                    ended(RedisError(.connectFailed, failure.description))
                 }
             })
         } catch {
-            ended(error)
+            ended(RedisError(.connectFailed, error.description))
         }
     }
 

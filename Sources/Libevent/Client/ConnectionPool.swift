@@ -27,7 +27,7 @@ final class ConnectionPool {
     /// a connection, when nothing waits in its line any more.
     unowned let client: UpstreamClient
     let loop: EventLoop
-    private var idle: [UpstreamConnection] = []
+    private var idle: [any UpstreamConnection] = []
     private var openCount = 0
     /// The line: live calls and the slots of withdrawn ones, oldest first from `waitingHead`.
     private var waiting: [UpstreamCall] = []
@@ -107,7 +107,7 @@ final class ConnectionPool {
 
     /// Takes back a connection after `call` ended; a connection that cannot be reused
     /// is freed on a later loop turn (this may run inside its own libevent callback).
-    func checkIn(_ connection: UpstreamConnection, from call: UpstreamCall, reusable: Bool) {
+    func checkIn(_ connection: any UpstreamConnection, from call: UpstreamCall, reusable: Bool) {
         active[ObjectIdentifier(call)] = nil
         if budget.isContended { publishDemand() }
         if reusable && connection.isReusable && openCount <= capacity && !budget.isOverLimit && !owesConnection(keeping: true) {
@@ -154,9 +154,9 @@ final class ConnectionPool {
     /// Frees `connection` on a later loop turn (this may run inside its own libevent
     /// callback), then gives its place back to the budget: the socket is closed before
     /// another pool may open one in its place.
-    private func close(_ connection: UpstreamConnection) {
+    private func close(_ connection: any UpstreamConnection) {
         openCount -= 1
-        var closing: UpstreamConnection? = connection
+        var closing: (any UpstreamConnection)? = connection
         let budget = self.budget
         loop.deferred {
             closing = nil
@@ -165,7 +165,7 @@ final class ConnectionPool {
         _ = closing
     }
 
-    private func checkOut() -> UpstreamConnection? {
+    private func checkOut() -> (any UpstreamConnection)? {
         while let connection = idle.popLast() {
             if connection.isReusable { return connection }
             close(connection)
@@ -200,7 +200,7 @@ final class ConnectionPool {
         if active.isEmpty && publishedDemand != 0 { publishDemand() }
     }
 
-    private func dispatch(_ call: UpstreamCall, on connection: UpstreamConnection) {
+    private func dispatch(_ call: UpstreamCall, on connection: any UpstreamConnection) {
         active[ObjectIdentifier(call)] = call
         call.dispatch(on: connection)
     }

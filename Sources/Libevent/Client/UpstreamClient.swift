@@ -1,8 +1,10 @@
 import CLibevent
 
-/// An HTTP/1.1 client for upstream APIs on libevent's evhttp: a keep-alive connection pool
-/// per origin, a deadline per call, a response-size limit, HTTPS with certificate and host
-/// name verification and SNI. Loop-confined: calls start and complete on its loop.
+/// An HTTP/1.1 client for upstream APIs on libevent: a keep-alive connection pool per origin,
+/// a deadline per call, a response-size limit, HTTPS with certificate and host name
+/// verification and SNI. Plain HTTP goes over sockets of its own (``SocketConnection``), HTTPS
+/// through evhttp's client (``EvhttpConnection``). Loop-confined: calls start and complete on
+/// its loop.
 ///
 /// ```swift
 /// let client = UpstreamClient(loop: loop)
@@ -52,7 +54,9 @@ public final class UpstreamClient {
     private var limits: [BaseURL.Origin: (capacity: Int, maxQueue: Int)] = [:]
     private lazy var systemTLS: TLSContext? = try? TLSContext.client()
     /// An asynchronous DNS resolver, made on first use of a host name.
-    private var dns: OpaquePointer?
+    private lazy var resolver: AddressResolver? = try? AddressResolver(loop: loop)
+    /// What this loop's plain-HTTP connections receive into.
+    private let receiveBuffer = SocketConnection.ReceiveBuffer()
 
     public init(loop: EventLoop, configuration: Configuration = Configuration()) {
         self.loop = loop
@@ -64,7 +68,6 @@ public final class UpstreamClient {
         // free the connections before the resolver they may refer to.
         for pool in pools.values { pool.cancelAll() }
         pools.removeAll()
-        if let dns { evdns_base_free(dns, 0) }
     }
 
     /// Sets how many connections the pool for `base`'s origin may open (with
@@ -113,14 +116,12 @@ public final class UpstreamClient {
         return pool
     }
 
-    func makeConnection(to origin: BaseURL.Origin) -> UpstreamConnection? {
-        UpstreamConnection(
-            loop: loop, origin: origin, dns: origin.host.isIPAddressLiteral ? nil : resolver(),
-            tls: origin.isTLS ? (configuration.tls ?? systemTLS) : nil, limits: configuration)
-    }
-
-    private func resolver() -> OpaquePointer? {
-        if dns == nil { dns = evdns_base_new(loop.base, EVDNS_BASE_INITIALIZE_NAMESERVERS) }
-        return dns
+    func makeConnection(to origin: BaseURL.Origin) -> (any UpstreamConnection)? {
+        let resolver = origin.host.isIPAddressLiteral ? nil : self.resolver
+        guard origin.isTLS else {
+            return SocketConnection(loop: loop, origin: origin, resolver: resolver, receiveBuffer: receiveBuffer, limits: configuration)
+        }
+        guard let tls = configuration.tls ?? systemTLS else { return nil }
+        return EvhttpConnection(loop: loop, origin: origin, dns: resolver?.base, tls: tls, limits: configuration)
     }
 }

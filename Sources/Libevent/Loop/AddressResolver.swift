@@ -1,9 +1,9 @@
-internal import CLibevent
+import CLibevent
 import Glibc
-import Libevent
 
-/// Host name to IP address on the loop, with libevent's evdns: hiredis' own connect would
-/// call the blocking `getaddrinfo`, stalling the worker for as long as DNS takes. Names in
+/// Host name to IP address on the loop, with libevent's evdns: the blocking `getaddrinfo`
+/// (which hiredis' own connect would call) stalls the worker for as long as DNS takes. Used by
+/// the upstream client's plain-HTTP connections and by the Redis link. Names in
 /// `/etc/hosts` are answered from the file; others ask the nameservers of `/etc/resolv.conf`.
 /// Loop-confined.
 ///
@@ -14,13 +14,19 @@ import Libevent
 /// let request = resolver.resolve("redis.internal", port: 6379) { result in … }   // "10.0.0.5"
 /// request.cancel()
 /// ```
-final class AddressResolver {
-    let loop: EventLoop
-    private let base: OpaquePointer
+package final class AddressResolver {
+    /// Why a host name has no address.
+    package struct Failure: Error, Sendable, CustomStringConvertible {
+        package let description: String
+    }
 
-    init(loop: EventLoop) throws(RedisError) {
+    package let loop: EventLoop
+    /// The `evdns_base`, also for evhttp's own connects (it lives as long as the resolver).
+    package let base: OpaquePointer
+
+    package init(loop: EventLoop) throws(Failure) {
         guard let base = evdns_base_new(loop.base, EVDNS_BASE_INITIALIZE_NAMESERVERS) else {
-            throw RedisError(.connectFailed, "evdns_base_new failed (no usable /etc/resolv.conf?)")
+            throw Failure(description: "evdns_base_new failed (no usable /etc/resolv.conf?)")
         }
         self.loop = loop
         self.base = base
@@ -31,8 +37,8 @@ final class AddressResolver {
     }
 
     /// Starts a lookup; `completion` runs on a later loop turn with an IP address (IPv4
-    /// preferred, as hiredis does) unless the request is cancelled first.
-    func resolve(_ host: String, port: UInt16, completion: @escaping (Result<String, RedisError>) -> Void) -> Request {
+    /// preferred) unless the request is cancelled first.
+    package func resolve(_ host: String, port: UInt16, completion: @escaping (Result<String, Failure>) -> Void) -> Request {
         let request = Request(resolver: self, host: host, completion: completion)
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -50,22 +56,22 @@ final class AddressResolver {
     }
 
     /// One lookup. Loop-confined.
-    final class Request {
+    package final class Request {
         private let resolver: AddressResolver
-        let host: String
-        private var completion: ((Result<String, RedisError>) -> Void)?
+        package let host: String
+        private var completion: ((Result<String, Failure>) -> Void)?
         /// evdns' request while libevent may still call back.
         fileprivate var handle: OpaquePointer?
         fileprivate private(set) var isAnswered = false
 
-        fileprivate init(resolver: AddressResolver, host: String, completion: @escaping (Result<String, RedisError>) -> Void) {
+        fileprivate init(resolver: AddressResolver, host: String, completion: @escaping (Result<String, Failure>) -> Void) {
             self.resolver = resolver
             self.host = host
             self.completion = completion
         }
 
         /// Drops the lookup; the completion handler is not called.
-        func cancel() {
+        package func cancel() {
             completion = nil
             if let handle {
                 self.handle = nil
@@ -78,12 +84,12 @@ final class AddressResolver {
         fileprivate func answered(status: Int32, addresses: UnsafeMutablePointer<addrinfo>?) {
             isAnswered = true
             handle = nil
-            let result: Result<String, RedisError>
+            let result: Result<String, Failure>
             if status == 0, let address = Self.preferredAddress(addresses) {
                 result = .success(address)
             } else {
                 let reason = status == 0 ? "no address" : String(cString: evutil_gai_strerror(status))
-                result = .failure(RedisError(.connectFailed, "cannot resolve \(host): \(reason)"))
+                result = .failure(Failure(description: "cannot resolve \(host): \(reason)"))
             }
             if let addresses { evutil_freeaddrinfo(addresses) }
             // Also after a cancel: this closure, not the callback, drops the last reference.

@@ -1,0 +1,464 @@
+/// Reads one HTTP/1.1 response (RFC 9112) as its bytes arrive, in pieces of any size, within
+/// limits the caller sets: how large its head (and a chunked body's trailers) and its body may
+/// grow. Whatever the bytes, it ends in a response or a failure, never a crash, and the same
+/// bytes give the same result however they are split.
+///
+/// ```swift
+/// var parser = HTTPResponseParser(limits: limits, keepsHeaders: false, expectsBody: true)
+/// switch parser.feed(bytes) {          // as often as bytes arrive
+/// case .needsMore: break
+/// case .complete(let consumed): use(parser.response)   // bytes past `consumed` are no one's
+/// case .failed(let kind, let detail): fail(kind, detail)
+/// }
+/// parser.endOfInput()                  // the connection closed
+/// ```
+///
+/// It is the upstream client's, so it is lenient only where RFC 9112 asks a recipient to be
+/// (a bare LF ends a line, interim 1xx answers are skipped) and strict wherever leniency would
+/// let an upstream smuggle a second answer or make the client buffer without bound:
+/// - a head with a folded line, a header name with whitespace or a malformed status line is
+///   refused;
+/// - `Content-Length` must be digits, and repeated only with the same value;
+/// - `Transfer-Encoding` overrides `Content-Length`, and the connection is not reused after
+///   such an answer, nor after a body delimited by the connection closing;
+/// - a `Content-Length` or chunk size beyond the body limit fails at once, before its bytes
+///   are read; a chunk-size line is bounded (``maxChunkSizeLine``).
+package struct HTTPResponseParser {
+    package struct Limits: Sendable {
+        /// The status line and headers together (and again, a chunked body's trailers).
+        package var maxHeadBytes: Int
+        package var maxBodyBytes: Int
+
+        package init(maxHeadBytes: Int, maxBodyBytes: Int) {
+            self.maxHeadBytes = maxHeadBytes
+            self.maxBodyBytes = maxBodyBytes
+        }
+    }
+
+    /// Longest chunk-size line accepted (hex digits and any extensions).
+    package static let maxChunkSizeLine = 1024
+
+    package enum Outcome: Equatable, Sendable {
+        case needsMore
+        /// The response is whole: the first `consumed` bytes of the last input belonged to it;
+        /// any after them belong to no request.
+        case complete(consumed: Int)
+        case failed(UpstreamError.Kind, String)
+    }
+
+    private enum Phase {
+        case head
+        case fixedBody(remaining: Int)
+        case bodyUntilClose
+        case chunkSizeLine
+        case chunkData(remaining: Int)
+        /// The line end after a chunk's data (`sawCR`: its CR has been read).
+        case chunkDataEnd(sawCR: Bool)
+        case trailers
+        case ended
+    }
+
+    package private(set) var status = 0
+    /// The headers, when the parser was asked to keep them.
+    package private(set) var headers: [(name: String, value: String)] = []
+    package private(set) var body: [UInt8] = []
+    /// Whether the connection may carry another request after this response: HTTP/1.1 without
+    /// `Connection: close`, or HTTP/1.0 with `keep-alive`; never after a body delimited by
+    /// the connection closing, or a response framed by both `Transfer-Encoding` and
+    /// `Content-Length`.
+    package private(set) var keepsAlive = false
+
+    private let limits: Limits
+    private let keepsHeaders: Bool
+    private let expectsBody: Bool
+    private var phase = Phase.head
+    /// A head (or chunk-size line) that began in an earlier input, when it did.
+    private var partial: [UInt8] = []
+    /// Bytes of the head, or of the trailers, read so far.
+    private var lineBytesSeen = 0
+    /// Bytes on the current line of the head or trailers, a CR not counted.
+    private var lineLength = 0
+
+    /// `expectsBody`: false for a HEAD request, whose answer has none whatever it says.
+    package init(limits: Limits, keepsHeaders: Bool, expectsBody: Bool) {
+        self.limits = limits
+        self.keepsHeaders = keepsHeaders
+        self.expectsBody = expectsBody
+    }
+
+    /// The response, once ``feed(_:)`` or ``endOfInput()`` said it is complete.
+    package var response: UpstreamResponse {
+        UpstreamResponse(status: status, headers: headers, body: body)
+    }
+
+    /// Reads the next bytes of the answer. After `.complete` or `.failed`, feeds nothing more.
+    package mutating func feed(_ input: UnsafeRawBufferPointer) -> Outcome {
+        var index = 0
+        while index < input.count {
+            let outcome: Outcome?
+            switch phase {
+            case .head: outcome = readHead(input, from: &index)
+            case .fixedBody(let remaining):
+                let taken = min(remaining, input.count - index)
+                body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[index..<index + taken]))
+                index += taken
+                phase = remaining == taken ? .ended : .fixedBody(remaining: remaining - taken)
+                outcome = remaining == taken ? .complete(consumed: index) : nil
+            case .bodyUntilClose:
+                let taken = input.count - index
+                outcome = admitBody(taken)
+                if outcome == nil { body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[index...])) }
+                index += taken
+            case .chunkSizeLine: outcome = readChunkSizeLine(input, from: &index)
+            case .chunkData(let remaining):
+                let taken = min(remaining, input.count - index)
+                body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[index..<index + taken]))
+                index += taken
+                phase = remaining == taken ? .chunkDataEnd(sawCR: false) : .chunkData(remaining: remaining - taken)
+                outcome = nil
+            case .chunkDataEnd(let sawCR):
+                let byte = input[index]
+                index += 1
+                if byte == Self.cr && !sawCR {
+                    phase = .chunkDataEnd(sawCR: true)
+                    outcome = nil
+                } else if byte == Self.lf {
+                    phase = .chunkSizeLine
+                    outcome = nil
+                } else {
+                    outcome = fail(.invalidResponse, "a chunk's data is not followed by a line end")
+                }
+            case .trailers: outcome = readTrailers(input, from: &index)
+            case .ended: outcome = .failed(.invalidResponse, "bytes fed after the response ended")
+            }
+            if let outcome { return outcome }
+        }
+        return .needsMore
+    }
+
+    /// The connection closed: completes a body delimited by closing, and fails anything else
+    /// unfinished.
+    package mutating func endOfInput() -> Outcome {
+        switch phase {
+        case .bodyUntilClose:
+            phase = .ended
+            return .complete(consumed: 0)
+        case .head where lineBytesSeen == 0:
+            return fail(.connectionFailed, "connection closed before a response")
+        case .ended:
+            return .failed(.invalidResponse, "end of input after the response ended")
+        default:
+            return fail(.connectionFailed, "connection closed in the middle of a response")
+        }
+    }
+
+    // MARK: - Head
+
+    /// Scans for the empty line that ends the head; parses the head once it is whole.
+    private mutating func readHead(_ input: UnsafeRawBufferPointer, from index: inout Int) -> Outcome? {
+        let start = index
+        var end: Int?
+        while index < input.count {
+            let byte = input[index]
+            index += 1
+            if byte == Self.lf {
+                if lineLength == 0 {
+                    end = index
+                    break
+                }
+                lineLength = 0
+            } else if byte != Self.cr {
+                lineLength += 1
+            }
+        }
+        lineBytesSeen += index - start
+        guard lineBytesSeen <= limits.maxHeadBytes else {
+            return fail(.responseTooLarge, "response head exceeds \(limits.maxHeadBytes) bytes")
+        }
+        let piece = UnsafeRawBufferPointer(rebasing: input[start..<index])
+        guard end != nil else {
+            partial.append(contentsOf: piece)
+            return nil
+        }
+        let failure: Outcome?
+        if partial.isEmpty {
+            failure = parseHead(piece)
+        } else {
+            partial.append(contentsOf: piece)
+            let head = partial
+            failure = head.withUnsafeBytes { parseHead($0) }
+            partial = []
+        }
+        if let failure { return failure }
+        lineBytesSeen = 0
+        if case .ended = phase { return .complete(consumed: index) }
+        return nil
+    }
+
+    /// Parses a whole head (ending with its empty line) and decides how the body is framed.
+    private mutating func parseHead(_ head: UnsafeRawBufferPointer) -> Outcome? {
+        var lines = Lines(head)
+        guard let statusLine = lines.next(), let parsedStatus = Self.parseStatusLine(statusLine) else {
+            return fail(.invalidResponse, "malformed status line")
+        }
+        status = parsedStatus.status
+        var keepsAlive = parsedStatus.minorVersion >= 1
+        var contentLength: Int?
+        var transferEncoding: UnsafeRawBufferPointer?
+        headers = []
+        while let line = lines.next(), !line.isEmpty {
+            guard let (name, value) = Self.parseHeaderLine(line) else {
+                return fail(.invalidResponse, "malformed header line")
+            }
+            if Self.equalsIgnoringCase(name, "content-length") {
+                guard let length = Self.parseDecimal(value), contentLength == nil || contentLength == length else {
+                    return fail(.invalidResponse, "invalid Content-Length")
+                }
+                contentLength = length
+            } else if Self.equalsIgnoringCase(name, "transfer-encoding") {
+                // Repeated, the last one's last coding is the final one.
+                transferEncoding = value
+            } else if Self.equalsIgnoringCase(name, "connection") {
+                Self.forEachListElement(value) { option in
+                    if Self.equalsIgnoringCase(option, "close") { keepsAlive = false }
+                    if Self.equalsIgnoringCase(option, "keep-alive") && parsedStatus.minorVersion == 0 { keepsAlive = true }
+                }
+            }
+            if keepsHeaders {
+                headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            }
+        }
+        switch status {
+        case 101:
+            return fail(.invalidResponse, "an unrequested protocol switch (101)")
+        case 100...199:
+            // Interim answer: the final one follows.
+            status = 0
+            headers = []
+            return nil
+        default: break
+        }
+        self.keepsAlive = keepsAlive
+        if !expectsBody || status == 204 || status == 304 {
+            phase = .ended
+        } else if let transferEncoding {
+            // RFC 9112 §6.3: the encoding overrides any length, and such an answer is not
+            // trusted with the connection after it.
+            if contentLength != nil || parsedStatus.minorVersion == 0 { self.keepsAlive = false }
+            var finalCoding: UnsafeRawBufferPointer?
+            Self.forEachListElement(transferEncoding) { finalCoding = $0 }
+            if let finalCoding, Self.equalsIgnoringCase(finalCoding, "chunked") {
+                phase = .chunkSizeLine
+            } else {
+                phase = .bodyUntilClose
+                self.keepsAlive = false
+            }
+        } else if let contentLength {
+            if let failure = admitBody(contentLength) { return failure }
+            body.reserveCapacity(contentLength)
+            phase = contentLength == 0 ? .ended : .fixedBody(remaining: contentLength)
+        } else {
+            phase = .bodyUntilClose
+            self.keepsAlive = false
+        }
+        return nil
+    }
+
+    /// `HTTP/1.x SSS[ reason]`: the minor version and status, or nil.
+    private static func parseStatusLine(_ line: UnsafeRawBufferPointer) -> (minorVersion: Int, status: Int)? {
+        let prefix: StaticString = "HTTP/1."
+        guard line.count >= 12, line.count == 12 || line[12] == space,
+              zip(line.prefix(7), UnsafeRawBufferPointer(start: prefix.utf8Start, count: 7)).allSatisfy({ $0 == $1 }),
+              isDigit(line[7]), line[8] == space, isDigit(line[9]), isDigit(line[10]), isDigit(line[11])
+        else { return nil }
+        let status = Int(line[9] - zero) * 100 + Int(line[10] - zero) * 10 + Int(line[11] - zero)
+        guard status >= 100 else { return nil }
+        for byte in line[12...] where isControl(byte) && byte != tab { return nil }
+        return (Int(line[7] - zero), status)
+    }
+
+    /// `name: value`, the value without surrounding whitespace; nil for a folded line, a name
+    /// that is not a token (whitespace before the colon included) or a control byte in the value.
+    private static func parseHeaderLine(_ line: UnsafeRawBufferPointer) -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer)? {
+        guard let colon = line.firstIndex(of: colonByte), colon > 0 else { return nil }
+        for byte in line[..<colon] where !isTokenByte(byte) { return nil }
+        var start = colon + 1
+        var end = line.count
+        while start < end, line[start] == space || line[start] == tab { start += 1 }
+        while end > start, line[end - 1] == space || line[end - 1] == tab { end -= 1 }
+        for byte in line[start..<end] where isControl(byte) && byte != tab { return nil }
+        return (UnsafeRawBufferPointer(rebasing: line[..<colon]), UnsafeRawBufferPointer(rebasing: line[start..<end]))
+    }
+
+    // MARK: - Chunked body
+
+    /// Reads a chunk-size line (`hex[;extensions]`), bounded by ``maxChunkSizeLine``.
+    private mutating func readChunkSizeLine(_ input: UnsafeRawBufferPointer, from index: inout Int) -> Outcome? {
+        let start = index
+        while index < input.count, input[index] != Self.lf { index += 1 }
+        let found = index < input.count
+        let piece = UnsafeRawBufferPointer(rebasing: input[start..<index])
+        guard partial.count + piece.count <= Self.maxChunkSizeLine + 1 else {
+            return fail(.invalidResponse, "a chunk-size line longer than \(Self.maxChunkSizeLine) bytes")
+        }
+        guard found else {
+            partial.append(contentsOf: piece)
+            return nil
+        }
+        index += 1
+        let size: Int?
+        if partial.isEmpty {
+            size = Self.parseChunkSize(piece)
+        } else {
+            partial.append(contentsOf: piece)
+            size = partial.withUnsafeBytes(Self.parseChunkSize)
+            partial = []
+        }
+        guard let size else { return fail(.invalidResponse, "malformed chunk-size line") }
+        if size == 0 {
+            phase = .trailers
+            lineLength = 0
+            lineBytesSeen = 0
+            return nil
+        }
+        if let failure = admitBody(size) { return failure }
+        phase = .chunkData(remaining: size)
+        return nil
+    }
+
+    /// The size of a chunk-size line without its LF: 1 to 15 hex digits, then nothing or
+    /// extensions (`;…`, after optional whitespace); one CR may end it.
+    private static func parseChunkSize(_ line: UnsafeRawBufferPointer) -> Int? {
+        var end = line.count
+        if end > 0 && line[end - 1] == cr { end -= 1 }
+        var size = 0
+        var index = 0
+        while index < end, let digit = hexValue(line[index]) {
+            guard index < 15 else { return nil }
+            size = size << 4 | digit
+            index += 1
+        }
+        guard index > 0 else { return nil }
+        while index < end, line[index] == space || line[index] == tab { index += 1 }
+        guard index == end || line[index] == semicolon else { return nil }
+        for byte in line[index..<end] where isControl(byte) && byte != tab { return nil }
+        return size
+    }
+
+    /// Skips the trailer lines after the last chunk, up to the empty line, within the head limit.
+    private mutating func readTrailers(_ input: UnsafeRawBufferPointer, from index: inout Int) -> Outcome? {
+        let start = index
+        while index < input.count {
+            let byte = input[index]
+            index += 1
+            if byte == Self.lf {
+                if lineLength == 0 {
+                    phase = .ended
+                    return .complete(consumed: index)
+                }
+                lineLength = 0
+            } else if byte != Self.cr {
+                lineLength += 1
+            }
+        }
+        lineBytesSeen += index - start
+        return lineBytesSeen <= limits.maxHeadBytes ? nil : fail(.responseTooLarge, "response trailers exceed \(limits.maxHeadBytes) bytes")
+    }
+
+    // MARK: - Helpers
+
+    /// A failure when `count` more body bytes would pass the limit.
+    private mutating func admitBody(_ count: Int) -> Outcome? {
+        guard count > limits.maxBodyBytes - body.count else { return nil }
+        return fail(.responseTooLarge, "response exceeds \(limits.maxBodyBytes) bytes")
+    }
+
+    private mutating func fail(_ kind: UpstreamError.Kind, _ detail: String) -> Outcome {
+        phase = .ended
+        keepsAlive = false
+        return .failed(kind, detail)
+    }
+
+    /// The lines of a head, each without its LF and one CR before it.
+    private struct Lines {
+        let bytes: UnsafeRawBufferPointer
+        var position = 0
+
+        init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+        mutating func next() -> UnsafeRawBufferPointer? {
+            guard position < bytes.count else { return nil }
+            let start = position
+            while position < bytes.count, bytes[position] != HTTPResponseParser.lf { position += 1 }
+            var end = position
+            position += 1
+            if end > start && bytes[end - 1] == HTTPResponseParser.cr { end -= 1 }
+            return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+        }
+    }
+
+    /// 1 to 18 decimal digits (what fits an `Int`), nothing else.
+    private static func parseDecimal(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
+        var value = 0
+        for byte in bytes {
+            guard isDigit(byte) else { return nil }
+            value = value * 10 + Int(byte - zero)
+        }
+        return value
+    }
+
+    /// Calls `body` with each element of a comma-separated header value, without surrounding
+    /// whitespace (empty elements skipped), in order; without allocating.
+    private static func forEachListElement(_ value: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        var start = 0
+        while start < value.count {
+            var end = start
+            while end < value.count, value[end] != comma { end += 1 }
+            var first = start
+            var last = end
+            while first < last, value[first] == space || value[first] == tab { first += 1 }
+            while last > first, value[last - 1] == space || value[last - 1] == tab { last -= 1 }
+            if first < last { body(UnsafeRawBufferPointer(rebasing: value[first..<last])) }
+            start = end + 1
+        }
+    }
+
+    /// Whether `bytes` spell `lowercase` (ASCII letters in any case).
+    private static func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        let expected = UnsafeRawBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+        for index in 0..<bytes.count where bytes[index] | 0x20 != expected[index] { return false }
+        return true
+    }
+
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - zero)
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A") + 10)
+        default: nil
+        }
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { byte &- zero < 10 }
+    private static func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }
+
+    private static let cr = UInt8(ascii: "\r")
+    private static let lf = UInt8(ascii: "\n")
+    private static let space = UInt8(ascii: " ")
+    private static let tab = UInt8(ascii: "\t")
+    private static let zero = UInt8(ascii: "0")
+    private static let colonByte = UInt8(ascii: ":")
+    private static let semicolon = UInt8(ascii: ";")
+    private static let comma = UInt8(ascii: ",")
+}

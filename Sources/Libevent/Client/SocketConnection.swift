@@ -1,0 +1,389 @@
+import CLibevent
+import Glibc
+
+/// A keep-alive HTTP/1.1 connection to a plain-HTTP upstream: a nonblocking socket of its own,
+/// read through one persistent libevent event, its answers read by ``HTTPResponseParser``.
+///
+/// Why not evhttp's client, which HTTPS still uses (``EvhttpConnection``): per exchange it
+/// made about six system calls (`writev`, an `ioctl` to size the read, `readv`, and
+/// `epoll_ctl` to enable and disable its events) and parsed the head into allocated header
+/// lists. Here a request goes out with one `send`, and its answer usually comes in with one
+/// `recv`. The read event stays registered from connect to close, so an exchange costs no
+/// `epoll_ctl`, and an idle connection that the upstream closes is noticed (and never reused).
+/// The write event is armed only while connecting, or while a request waits for room in the
+/// socket's buffer.
+///
+/// ```
+/// fresh ─send─▶ (resolving) ─▶ connecting ─writable─▶ open ─answer─▶ open, idle ─send─▶ …
+///                    │               │ refused, timeout       │ EOF, error, hostile answer, withdraw,
+///                    └───────────────┴────────────────────────┴ an answer that ends keep-alive ─▶ closed
+/// ```
+final class SocketConnection: UpstreamConnection {
+    /// The bytes one loop's connections receive into (each connection's `recv` lands here and
+    /// is parsed at once, so one buffer serves them all).
+    final class ReceiveBuffer {
+        let bytes: UnsafeMutableRawBufferPointer
+
+        init(capacity: Int = 64 * 1024) {
+            bytes = .allocate(byteCount: capacity, alignment: 16)
+        }
+
+        deinit {
+            bytes.deallocate()
+        }
+    }
+
+    private enum Phase {
+        case fresh
+        case resolving(AddressResolver.Request)
+        case connecting
+        case open
+        case closed
+    }
+
+    private let loop: EventLoop
+    private let origin: BaseURL.Origin
+    private let limits: UpstreamClient.Configuration
+    private let receiveBuffer: ReceiveBuffer
+    /// For a host name (nil for an IP address literal).
+    private let resolver: AddressResolver?
+    private var phase = Phase.fresh
+    private var socket: Int32 = -1
+    private var readEvent: OpaquePointer?
+    private var writeEvent: OpaquePointer?
+    /// The call whose request is on this connection, and its answer as read so far.
+    private var call: UpstreamCall?
+    private var parser: HTTPResponseParser?
+    /// The request's bytes, and how many of them the socket took.
+    private var output: [UInt8] = []
+    private var outputSent = 0
+    /// The socket inactivity limit (``UpstreamClient/Configuration/connectionTimeout``), made
+    /// when first needed: while connecting, and for a request whose own deadline is later.
+    private var inactivity: LoopTimer?
+
+    init(loop: EventLoop, origin: BaseURL.Origin, resolver: AddressResolver?, receiveBuffer: ReceiveBuffer, limits: UpstreamClient.Configuration) {
+        self.loop = loop
+        self.origin = origin
+        self.resolver = resolver
+        self.receiveBuffer = receiveBuffer
+        self.limits = limits
+    }
+
+    deinit {
+        close()
+        if let readEvent { event_free(readEvent) }
+        if let writeEvent { event_free(writeEvent) }
+    }
+
+    var isReusable: Bool {
+        guard call == nil else { return false }
+        switch phase {
+        case .fresh, .open: return true
+        case .resolving, .connecting, .closed: return false
+        }
+    }
+
+    func send(_ call: UpstreamCall) {
+        let request = call.request
+        self.call = call
+        parser = HTTPResponseParser(
+            limits: .init(maxHeadBytes: limits.maxResponseHeaderBytes, maxBodyBytes: min(request.maxResponseBytes, limits.maxResponseBytes)),
+            keepsHeaders: request.keepsResponseHeaders, expectsBody: request.method != .head)
+        writeRequest(request)
+        switch phase {
+        case .fresh: connect()
+        case .open: flush()
+        case .resolving, .connecting, .closed: fail(.connectionFailed, "connection not usable")
+        }
+    }
+
+    func withdraw() {
+        call = nil
+        parser = nil
+        close()
+    }
+
+    // MARK: - Connecting
+
+    private func connect() {
+        guard let resolver else {
+            open(address: origin.host)
+            return
+        }
+        phase = .resolving(resolver.resolve(origin.host, port: origin.port) { [weak self] result in
+            guard let self, case .resolving = phase else { return }
+            switch result {
+            case .success(let address): open(address: address)
+            case .failure(let failure): fail(.connectionFailed, failure.description)
+            }
+        })
+    }
+
+    /// Opens the socket and starts connecting it to `address` (an IP address literal).
+    private func open(address: String) {
+        guard var target = SocketTarget(address: address, port: origin.port) else {
+            fail(.connectionFailed, "\(address) is not an IP address")
+            return
+        }
+        socket = Glibc.socket(target.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard socket >= 0 else {
+            fail(.connectionFailed, "socket: \(Self.systemError())")
+            return
+        }
+        var noDelay: Int32 = 1
+        setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        readEvent = event_new(loop.base, socket, Int16(EV_READ | EV_PERSIST), { _, _, context in
+            let connection = Unmanaged<SocketConnection>.fromOpaque(context!).takeUnretainedValue()
+            withExtendedLifetime(connection) { connection.readable() }
+        }, context)
+        writeEvent = event_new(loop.base, socket, Int16(EV_WRITE), { _, _, context in
+            let connection = Unmanaged<SocketConnection>.fromOpaque(context!).takeUnretainedValue()
+            withExtendedLifetime(connection) { connection.writable() }
+        }, context)
+        guard readEvent != nil, writeEvent != nil else {
+            fail(.connectionFailed, "event_new failed (out of memory)")
+            return
+        }
+        let result = target.withSockaddr { Glibc.connect(socket, $0, $1) }
+        if result == 0 {
+            connected()
+        } else if errno == EINPROGRESS {
+            phase = .connecting
+            event_add(writeEvent, nil)
+            startInactivityLimit()
+        } else {
+            fail(.connectionFailed, "connect: \(Self.systemError())")
+        }
+    }
+
+    private func connected() {
+        phase = .open
+        inactivity?.cancel()
+        event_add(readEvent, nil)
+        flush()
+    }
+
+    private func startInactivityLimit() {
+        if inactivity == nil {
+            inactivity = LoopTimer(loop: loop) { [unowned self] in
+                if case .connecting = phase {
+                    fail(.timeout, "connect timed out")
+                } else {
+                    fail(.timeout, "connection timed out")
+                }
+            }
+        }
+        inactivity?.schedule(after: limits.connectionTimeout)
+    }
+
+    // MARK: - Writing
+
+    /// The request line, `Host`, the request's headers (a header that could not be sent as
+    /// one line, with a CR, LF or NUL in it or a name that is not a token, is left out rather
+    /// than let it start another), `Content-Length` for a body, the body.
+    private func writeRequest(_ request: UpstreamRequest) {
+        output.removeAll(keepingCapacity: true)
+        outputSent = 0
+        output.append(contentsOf: request.method.rawValue.utf8)
+        output.append(UInt8(ascii: " "))
+        output.append(contentsOf: request.base.path.utf8)
+        output.append(contentsOf: request.path.utf8)
+        output.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
+        output.append(contentsOf: origin.hostHeader.utf8)
+        output.append(contentsOf: "\r\n".utf8)
+        for (name, value) in request.headers where Self.isSendable(name: name, value: value) {
+            output.append(contentsOf: name.utf8)
+            output.append(contentsOf: ": ".utf8)
+            output.append(contentsOf: value.utf8)
+            output.append(contentsOf: "\r\n".utf8)
+        }
+        if !request.body.isEmpty || request.method == .post || request.method == .put || request.method == .patch {
+            output.append(contentsOf: "Content-Length: \(request.body.count)\r\n".utf8)
+        }
+        output.append(contentsOf: "\r\n".utf8)
+        output.append(contentsOf: request.body)
+    }
+
+    /// Sends what the socket takes of the request; the rest waits for the write event.
+    private func flush() {
+        while outputSent < output.count {
+            let sent = output.withUnsafeBytes { bytes in
+                Glibc.send(socket, bytes.baseAddress! + outputSent, bytes.count - outputSent, Int32(MSG_NOSIGNAL))
+            }
+            if sent > 0 {
+                outputSent += sent
+            } else if sent < 0 && errno == EINTR {
+                continue
+            } else if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                event_add(writeEvent, nil)
+                return
+            } else {
+                fail(.connectionFailed, "send: \(Self.systemError())")
+                return
+            }
+        }
+        if let call, call.request.timeout > limits.connectionTimeout { startInactivityLimit() }
+    }
+
+    private func writable() {
+        guard case .connecting = phase else {
+            if call != nil { flush() }
+            return
+        }
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(socket, SOL_SOCKET, SO_ERROR, &error, &length)
+        guard error == 0 else {
+            fail(.connectionFailed, "connect: \(String(cString: strerror(error)))")
+            return
+        }
+        connected()
+    }
+
+    // MARK: - Reading
+
+    /// Reads what arrived: the answer of the request in flight, or, on an idle connection, its
+    /// close (or bytes no request asked for, which end it too).
+    private func readable() {
+        let buffer = receiveBuffer.bytes
+        while true {
+            let count = recv(socket, buffer.baseAddress, buffer.count, 0)
+            if count > 0 {
+                guard parser != nil else {
+                    close()
+                    return
+                }
+                switch parser!.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) {
+                case .needsMore:
+                    if let inactivity, inactivity.isScheduled { inactivity.schedule(after: limits.connectionTimeout) }
+                    // A full buffer may have left more behind; otherwise the event says when.
+                    if count < buffer.count { return }
+                case .complete(let consumed):
+                    answered(leavingBytes: consumed < count)
+                    return
+                case .failed(let kind, let detail):
+                    fail(kind, detail)
+                    return
+                }
+            } else if count == 0 {
+                guard parser != nil else {
+                    close()
+                    return
+                }
+                switch parser!.endOfInput() {
+                case .complete: answered(leavingBytes: false)
+                case .failed(let kind, let detail): fail(kind, detail)
+                case .needsMore: fail(.connectionFailed, "connection closed")
+                }
+                return
+            } else if errno == EINTR {
+                continue
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                return
+            } else {
+                let reason = "recv: \(Self.systemError())"
+                if parser != nil { fail(.connectionFailed, reason) } else { close() }
+                return
+            }
+        }
+    }
+
+    /// The answer is whole. The connection stays open for another request only if the answer
+    /// allows it and nothing followed it: bytes after an answer would otherwise be read as
+    /// the start of the next one, which could be any other caller's.
+    private func answered(leavingBytes: Bool) {
+        guard let call, let parser else { return }
+        self.call = nil
+        self.parser = nil
+        inactivity?.cancel()
+        let reusable = parser.keepsAlive && !leavingBytes
+        if !reusable { close() }
+        call.answered(parser.response, reusable: reusable)
+    }
+
+    // MARK: - Ending
+
+    /// Closes the connection and tells the call in flight why, on a later loop turn (this may
+    /// run inside ``send(_:)``).
+    private func fail(_ kind: UpstreamError.Kind, _ detail: String) {
+        let call = self.call
+        self.call = nil
+        parser = nil
+        close()
+        if let call { loop.deferred { call.failed(kind, detail) } }
+    }
+
+    /// Closes the socket (the upstream sees it); the events are freed in `deinit`.
+    private func close() {
+        if case .resolving(let request) = phase { request.cancel() }
+        phase = .closed
+        if socket >= 0 {
+            if let readEvent { event_del(readEvent) }
+            if let writeEvent { event_del(writeEvent) }
+            Glibc.close(socket)
+            socket = -1
+        }
+        inactivity?.cancel()
+    }
+
+    private static func systemError() -> String {
+        String(cString: strerror(errno))
+    }
+
+    /// A header that can go on the wire as one line.
+    private static func isSendable(name: String, value: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy(isTokenByte) && !value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
+    }
+
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+}
+
+/// An IPv4 or IPv6 address and port to connect a socket to.
+private struct SocketTarget {
+    let family: Int32
+    private var storage = sockaddr_storage()
+    private let length: socklen_t
+
+    init?(address: String, port: UInt16) {
+        var storage = sockaddr_storage()
+        let ipv4 = withUnsafeMutableBytes(of: &storage) { raw in
+            raw.withMemoryRebound(to: sockaddr_in.self) { ipv4 in
+                ipv4[0].sin_family = sa_family_t(AF_INET)
+                ipv4[0].sin_port = port.bigEndian
+                return inet_pton(AF_INET, address, &ipv4[0].sin_addr) == 1
+            }
+        }
+        if ipv4 {
+            family = AF_INET
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        } else {
+            storage = sockaddr_storage()
+            let ipv6 = withUnsafeMutableBytes(of: &storage) { raw in
+                raw.withMemoryRebound(to: sockaddr_in6.self) { ipv6 in
+                    ipv6[0].sin6_family = sa_family_t(AF_INET6)
+                    ipv6[0].sin6_port = port.bigEndian
+                    return inet_pton(AF_INET6, address, &ipv6[0].sin6_addr) == 1
+                }
+            }
+            guard ipv6 else { return nil }
+            family = AF_INET6
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        }
+        self.storage = storage
+    }
+
+    mutating func withSockaddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
+        let length = self.length
+        return withUnsafePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+}
