@@ -190,6 +190,9 @@ let package = Package(
             name: "FuzzStreamControl", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/FuzzStreamControl", swiftSettings: strictSettings),
         .executableTarget(
             name: "FuzzEventStream", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/FuzzEventStream", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "FuzzUpstreamResponse", dependencies: ["FuzzChecks"], path: "Tests/Fuzz/FuzzUpstreamResponse",
+            swiftSettings: strictSettings),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], swiftSettings: strictSettings),
         .testTarget(
             name: "BrowserTests",

@@ -12,6 +12,7 @@ struct FuzzCorpusTests {
     @Test("every corpus input passes its target's checks", arguments: [
         ("JSON", FuzzChecks.json), ("Configuration", FuzzChecks.configuration),
         ("StreamControl", FuzzChecks.streamControl), ("EventStream", FuzzChecks.eventStream),
+        ("UpstreamResponse", FuzzChecks.upstreamResponse),
     ] as [(String, @Sendable (UnsafeBufferPointer<UInt8>) -> Void)])
     func replayCorpus(_ target: String, _ check: @Sendable (UnsafeBufferPointer<UInt8>) -> Void) throws {
         let count = try replay([Self.corpus.appendingPathComponent(target).path], through: check)

@@ -76,8 +76,9 @@ package struct HTTPResponseParser {
     private var partial: [UInt8] = []
     /// Bytes of the head, or of the trailers, read so far.
     private var lineBytesSeen = 0
-    /// Bytes on the current line of the head or trailers, a CR not counted.
+    /// Bytes on the current line of the head or trailers so far, and the first of them.
     private var lineLength = 0
+    private var lineFirstByte: UInt8 = 0
 
     /// `expectsBody`: false for a HEAD request, whose answer has none whatever it says.
     package init(limits: Limits, keepsHeaders: Bool, expectsBody: Bool) {
@@ -157,26 +158,13 @@ package struct HTTPResponseParser {
     /// Scans for the empty line that ends the head; parses the head once it is whole.
     private mutating func readHead(_ input: UnsafeRawBufferPointer, from index: inout Int) -> Outcome? {
         let start = index
-        var end: Int?
-        while index < input.count {
-            let byte = input[index]
-            index += 1
-            if byte == Self.lf {
-                if lineLength == 0 {
-                    end = index
-                    break
-                }
-                lineLength = 0
-            } else if byte != Self.cr {
-                lineLength += 1
-            }
-        }
+        let found = scanToEmptyLine(input, from: &index)
         lineBytesSeen += index - start
         guard lineBytesSeen <= limits.maxHeadBytes else {
             return fail(.responseTooLarge, "response head exceeds \(limits.maxHeadBytes) bytes")
         }
         let piece = UnsafeRawBufferPointer(rebasing: input[start..<index])
-        guard end != nil else {
+        guard found else {
             partial.append(contentsOf: piece)
             return nil
         }
@@ -193,6 +181,24 @@ package struct HTTPResponseParser {
         lineBytesSeen = 0
         if case .ended = phase { return .complete(consumed: index) }
         return nil
+    }
+
+    /// Moves `index` past the next empty line (LF or CR LF alone), or to the end of `input`
+    /// when there is none yet; the current line's length carries over to the next input.
+    private mutating func scanToEmptyLine(_ input: UnsafeRawBufferPointer, from index: inout Int) -> Bool {
+        while index < input.count {
+            if lineLength == 0 { lineFirstByte = input[index] }
+            guard let lineEnd = HTTPSyntax.firstIndex(of: Self.lf, in: input, from: index) else {
+                lineLength += input.count - index
+                index = input.count
+                return false
+            }
+            let length = lineLength + lineEnd - index
+            index = lineEnd + 1
+            lineLength = 0
+            if length == 0 || (length == 1 && lineFirstByte == Self.cr) { return true }
+        }
+        return false
     }
 
     /// Parses a whole head (ending with its empty line) and decides how the body is framed.
@@ -266,27 +272,28 @@ package struct HTTPResponseParser {
 
     /// `HTTP/1.x SSS[ reason]`: the minor version and status, or nil.
     private static func parseStatusLine(_ line: UnsafeRawBufferPointer) -> (minorVersion: Int, status: Int)? {
-        let prefix: StaticString = "HTTP/1."
         guard line.count >= 12, line.count == 12 || line[12] == space,
-              zip(line.prefix(7), UnsafeRawBufferPointer(start: prefix.utf8Start, count: 7)).allSatisfy({ $0 == $1 }),
-              isDigit(line[7]), line[8] == space, isDigit(line[9]), isDigit(line[10]), isDigit(line[11])
+              line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
+              line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/"), line[5] == UInt8(ascii: "1"),
+              line[6] == UInt8(ascii: "."), isDigit(line[7]), line[8] == space,
+              isDigit(line[9]), isDigit(line[10]), isDigit(line[11])
         else { return nil }
         let status = Int(line[9] - zero) * 100 + Int(line[10] - zero) * 10 + Int(line[11] - zero)
         guard status >= 100 else { return nil }
-        for byte in line[12...] where isControl(byte) && byte != tab { return nil }
+        for index in 12..<line.count where HTTPSyntax.isForbiddenInValue(line[index]) { return nil }
         return (Int(line[7] - zero), status)
     }
 
     /// `name: value`, the value without surrounding whitespace; nil for a folded line, a name
     /// that is not a token (whitespace before the colon included) or a control byte in the value.
     private static func parseHeaderLine(_ line: UnsafeRawBufferPointer) -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer)? {
-        guard let colon = line.firstIndex(of: colonByte), colon > 0 else { return nil }
-        for byte in line[..<colon] where !isTokenByte(byte) { return nil }
+        guard let colon = HTTPSyntax.firstIndex(of: colonByte, in: line), colon > 0 else { return nil }
+        for index in 0..<colon where !HTTPSyntax.isTokenByte(line[index]) { return nil }
         var start = colon + 1
         var end = line.count
         while start < end, line[start] == space || line[start] == tab { start += 1 }
         while end > start, line[end - 1] == space || line[end - 1] == tab { end -= 1 }
-        for byte in line[start..<end] where isControl(byte) && byte != tab { return nil }
+        for index in start..<end where HTTPSyntax.isForbiddenInValue(line[index]) { return nil }
         return (UnsafeRawBufferPointer(rebasing: line[..<colon]), UnsafeRawBufferPointer(rebasing: line[start..<end]))
     }
 
@@ -295,7 +302,7 @@ package struct HTTPResponseParser {
     /// Reads a chunk-size line (`hex[;extensions]`), bounded by ``maxChunkSizeLine``.
     private mutating func readChunkSizeLine(_ input: UnsafeRawBufferPointer, from index: inout Int) -> Outcome? {
         let start = index
-        while index < input.count, input[index] != Self.lf { index += 1 }
+        index = HTTPSyntax.firstIndex(of: Self.lf, in: input, from: index) ?? input.count
         let found = index < input.count
         let piece = UnsafeRawBufferPointer(rebasing: input[start..<index])
         guard partial.count + piece.count <= Self.maxChunkSizeLine + 1 else {
@@ -341,28 +348,21 @@ package struct HTTPResponseParser {
         guard index > 0 else { return nil }
         while index < end, line[index] == space || line[index] == tab { index += 1 }
         guard index == end || line[index] == semicolon else { return nil }
-        for byte in line[index..<end] where isControl(byte) && byte != tab { return nil }
+        for position in index..<end where HTTPSyntax.isForbiddenInValue(line[position]) { return nil }
         return size
     }
 
     /// Skips the trailer lines after the last chunk, up to the empty line, within the head limit.
     private mutating func readTrailers(_ input: UnsafeRawBufferPointer, from index: inout Int) -> Outcome? {
         let start = index
-        while index < input.count {
-            let byte = input[index]
-            index += 1
-            if byte == Self.lf {
-                if lineLength == 0 {
-                    phase = .ended
-                    return .complete(consumed: index)
-                }
-                lineLength = 0
-            } else if byte != Self.cr {
-                lineLength += 1
-            }
-        }
+        let found = scanToEmptyLine(input, from: &index)
         lineBytesSeen += index - start
-        return lineBytesSeen <= limits.maxHeadBytes ? nil : fail(.responseTooLarge, "response trailers exceed \(limits.maxHeadBytes) bytes")
+        guard lineBytesSeen <= limits.maxHeadBytes else {
+            return fail(.responseTooLarge, "response trailers exceed \(limits.maxHeadBytes) bytes")
+        }
+        guard found else { return nil }
+        phase = .ended
+        return .complete(consumed: index)
     }
 
     // MARK: - Helpers
@@ -389,7 +389,7 @@ package struct HTTPResponseParser {
         mutating func next() -> UnsafeRawBufferPointer? {
             guard position < bytes.count else { return nil }
             let start = position
-            while position < bytes.count, bytes[position] != HTTPResponseParser.lf { position += 1 }
+            position = HTTPSyntax.firstIndex(of: HTTPResponseParser.lf, in: bytes, from: position) ?? bytes.count
             var end = position
             position += 1
             if end > start && bytes[end - 1] == HTTPResponseParser.cr { end -= 1 }
@@ -432,15 +432,6 @@ package struct HTTPResponseParser {
         return true
     }
 
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
-    }
-
     private static func hexValue(_ byte: UInt8) -> Int? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - zero)
@@ -451,7 +442,6 @@ package struct HTTPResponseParser {
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte &- zero < 10 }
-    private static func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }
 
     private static let cr = UInt8(ascii: "\r")
     private static let lf = UInt8(ascii: "\n")

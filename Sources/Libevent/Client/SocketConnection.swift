@@ -179,30 +179,14 @@ final class SocketConnection: UpstreamConnection {
 
     // MARK: - Writing
 
-    /// The request line, `Host`, the request's headers (a header that could not be sent as
-    /// one line, with a CR, LF or NUL in it or a name that is not a token, is left out rather
-    /// than let it start another), `Content-Length` for a body, the body.
+    /// Writes the request's bytes into `output` (reusing its storage).
     private func writeRequest(_ request: UpstreamRequest) {
-        output.removeAll(keepingCapacity: true)
+        var bytes = output
+        output = []
+        bytes.removeAll(keepingCapacity: true)
+        RequestHead.write(request, hostHeader: origin.hostHeader, into: &bytes)
+        output = bytes
         outputSent = 0
-        output.append(contentsOf: request.method.rawValue.utf8)
-        output.append(UInt8(ascii: " "))
-        output.append(contentsOf: request.base.path.utf8)
-        output.append(contentsOf: request.path.utf8)
-        output.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
-        output.append(contentsOf: origin.hostHeader.utf8)
-        output.append(contentsOf: "\r\n".utf8)
-        for (name, value) in request.headers where Self.isSendable(name: name, value: value) {
-            output.append(contentsOf: name.utf8)
-            output.append(contentsOf: ": ".utf8)
-            output.append(contentsOf: value.utf8)
-            output.append(contentsOf: "\r\n".utf8)
-        }
-        if !request.body.isEmpty || request.method == .post || request.method == .put || request.method == .patch {
-            output.append(contentsOf: "Content-Length: \(request.body.count)\r\n".utf8)
-        }
-        output.append(contentsOf: "\r\n".utf8)
-        output.append(contentsOf: request.body)
     }
 
     /// Sends what the socket takes of the request; the rest waits for the write event.
@@ -331,19 +315,6 @@ final class SocketConnection: UpstreamConnection {
         String(cString: strerror(errno))
     }
 
-    /// A header that can go on the wire as one line.
-    private static func isSendable(name: String, value: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy(isTokenByte) && !value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
-    }
-
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
-    }
 }
 
 /// An IPv4 or IPv6 address and port to connect a socket to.

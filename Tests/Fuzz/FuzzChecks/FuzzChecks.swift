@@ -94,6 +94,62 @@ public enum FuzzChecks {
         precondition(events[0].type == "snapshot" && events[0].id == "0123456789abcdef")
     }
 
+    /// Upstream responses: whatever the bytes, the parser ends in the same response (status,
+    /// body, keep-alive, where it ended) or the same kind of failure whether they arrive at
+    /// once, in pieces of any size or one byte at a time; a body never passes its limit. The
+    /// first byte picks the options (headers kept, a HEAD request, small limits).
+    public static func upstreamResponse(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let options = bytes.first else { return }
+        let response = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.dropFirst()))
+        let limits = options & 4 == 0
+            ? HTTPResponseParser.Limits(maxHeadBytes: 64 * 1024, maxBodyBytes: 1024 * 1024)
+            : HTTPResponseParser.Limits(maxHeadBytes: 64, maxBodyBytes: 16)
+        func parse(inPiecesOf size: Int) -> ParsedResponse {
+            var parser = HTTPResponseParser(limits: limits, keepsHeaders: options & 1 != 0, expectsBody: options & 2 == 0)
+            var offset = 0
+            while offset < response.count {
+                let end = min(response.count, offset + size)
+                let outcome = parser.feed(UnsafeRawBufferPointer(rebasing: response[offset..<end]))
+                if let parsed = ParsedResponse(outcome, parser, at: offset) { return parsed }
+                offset = end
+            }
+            return ParsedResponse(parser.endOfInput(), parser, at: response.count) ?? .unfinished
+        }
+        let whole = parse(inPiecesOf: max(1, response.count))
+        for size in [1, Int(options >> 3) + 2] {
+            let pieces = parse(inPiecesOf: size)
+            precondition(pieces == whole, "in pieces of \(size): \(pieces), at once: \(whole)")
+        }
+        if case .complete(_, let body, _, let end) = whole {
+            precondition(body.count <= limits.maxBodyBytes, "a body past its limit")
+            precondition(end <= response.count, "ended past the input")
+        }
+    }
+
+    /// What a parse came to, comparable across ways of feeding it.
+    private enum ParsedResponse: Equatable, CustomStringConvertible {
+        case complete(status: Int, body: [UInt8], keepsAlive: Bool, end: Int)
+        case failed(UpstreamError.Kind)
+        case unfinished
+
+        init?(_ outcome: HTTPResponseParser.Outcome, _ parser: HTTPResponseParser, at offset: Int) {
+            switch outcome {
+            case .needsMore: return nil
+            case .complete(let consumed):
+                self = .complete(status: parser.status, body: parser.body, keepsAlive: parser.keepsAlive, end: offset + consumed)
+            case .failed(let kind, _): self = .failed(kind)
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .complete(let status, let body, let keepsAlive, let end): "\(status), \(body.count) bytes, keep-alive \(keepsAlive), end \(end)"
+            case .failed(let kind): "failed: \(kind)"
+            case .unfinished: "unfinished"
+            }
+        }
+    }
+
     private static let router: Router<String> = {
         var router = Router<String>()
         for (method, pattern) in [

@@ -1,0 +1,168 @@
+import Libevent
+import Testing
+
+/// The upstream client's response parser on its own: how each framing is read, what keeps a
+/// connection alive, and what is refused, whether the bytes arrive at once or one at a time.
+/// (`UpstreamResponseFramingTests` checks the same over real sockets; the fuzz target
+/// `UpstreamResponse` checks that any split gives the same result.)
+@Suite("HTTP response parser")
+struct HTTPResponseParserTests {
+    struct Parsed: Equatable, CustomStringConvertible {
+        var status: Int
+        var body: String
+        var keepsAlive: Bool
+        /// Where the response ended in the input, or nil when it took the connection's close.
+        var end: Int?
+
+        var description: String { "\(status) \(body.debugDescription) keep-alive: \(keepsAlive) end: \(end.map(String.init) ?? "close")" }
+    }
+
+    static let limits = HTTPResponseParser.Limits(maxHeadBytes: 256, maxBodyBytes: 64)
+
+    /// Feeds `text` whole, then one byte at a time, then closes the input if the response is
+    /// not complete; both ways must agree.
+    static func parse(_ text: String, expectsBody: Bool = true, keepsHeaders: Bool = false) -> Result<Parsed, ParseFailure> {
+        let bytes = Array(text.utf8)
+        func run(pieceSize: Int) -> Result<Parsed, ParseFailure> {
+            var parser = HTTPResponseParser(limits: limits, keepsHeaders: keepsHeaders, expectsBody: expectsBody)
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(bytes.count, offset + pieceSize)
+                let outcome = bytes[offset..<end].withUnsafeBytes { parser.feed($0) }
+                switch outcome {
+                case .needsMore: offset = end
+                case .complete(let consumed):
+                    return .success(Parsed(status: parser.status, body: String(decoding: parser.body, as: UTF8.self),
+                                           keepsAlive: parser.keepsAlive, end: offset + consumed))
+                case .failed(let kind, let detail): return .failure(ParseFailure(kind: kind, detail: detail))
+                }
+            }
+            switch parser.endOfInput() {
+            case .complete:
+                return .success(Parsed(status: parser.status, body: String(decoding: parser.body, as: UTF8.self),
+                                       keepsAlive: parser.keepsAlive, end: nil))
+            case .failed(let kind, let detail): return .failure(ParseFailure(kind: kind, detail: detail))
+            case .needsMore: return .failure(ParseFailure(kind: .connectionFailed, detail: "needs more at end of input"))
+            }
+        }
+        let whole = run(pieceSize: max(1, bytes.count))
+        let byteByByte = run(pieceSize: 1)
+        #expect(whole == byteByByte, "at once and byte by byte disagree")
+        return whole
+    }
+
+    struct ParseFailure: Error, Equatable {
+        var kind: UpstreamError.Kind
+        var detail: String
+    }
+
+    static let framedAnswers: [(String, Parsed)] = [
+        ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", Parsed(status: 200, body: "hello", keepsAlive: true, end: 43)),
+        ("HTTP/1.1 201 Created\r\ncontent-length:2\r\n\r\nok", Parsed(status: 201, body: "ok", keepsAlive: true, end: 44)),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;a=b\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\n",
+         Parsed(status: 200, body: "hello0123456789", keepsAlive: true, end: 89)),
+        ("HTTP/1.1 200 OK\nContent-Length: 2\n\nok", Parsed(status: 200, body: "ok", keepsAlive: true, end: 37)),
+        ("HTTP/1.1 200 OK\r\n\r\nuntil close", Parsed(status: 200, body: "until close", keepsAlive: false, end: nil)),
+        ("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", Parsed(status: 200, body: "ok", keepsAlive: false, end: 40)),
+        ("HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok",
+         Parsed(status: 200, body: "ok", keepsAlive: true, end: 64)),
+        ("HTTP/1.1 200 OK\r\nConnection: foo, close\r\nContent-Length: 2\r\n\r\nok",
+         Parsed(status: 200, body: "ok", keepsAlive: false, end: 64)),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nraw", Parsed(status: 200, body: "raw", keepsAlive: false, end: nil)),
+    ]
+
+    @Test("a body is framed by Content-Length, by chunks or by the connection closing", arguments: framedAnswers)
+    func framing(response: String, expected: Parsed) throws {
+        #expect(try Self.parse(response).get() == expected)
+    }
+
+    @Test("204, 304 and the answer to HEAD have no body, whatever their Content-Length says")
+    func answersWithoutBody() throws {
+        let noContent = "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n"
+        #expect(try Self.parse(noContent + "abc").get() == Parsed(status: 204, body: "", keepsAlive: true, end: noContent.utf8.count))
+        let notModified = "HTTP/1.1 304 Not Modified\r\nContent-Length: 3\r\n\r\n"
+        #expect(try Self.parse(notModified).get() == Parsed(status: 304, body: "", keepsAlive: true, end: notModified.utf8.count))
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
+        #expect(try Self.parse(head, expectsBody: false).get() == Parsed(status: 200, body: "", keepsAlive: true, end: head.utf8.count))
+    }
+
+    @Test("interim 1xx answers are skipped; the final answer is the caller's")
+    func interimAnswers() throws {
+        let parsed = try Self.parse("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\nX: y\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx").get()
+        #expect(parsed.status == 200 && parsed.body == "x")
+    }
+
+    @Test("a response framed both ways is read by its chunks and ends the connection's reuse")
+    func bothFramings() throws {
+        let parsed = try Self.parse("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n").get()
+        #expect(parsed.body == "abc")
+        #expect(!parsed.keepsAlive)
+    }
+
+    @Test("headers are kept, trimmed, in order, only when asked")
+    func keptHeaders() throws {
+        var parser = HTTPResponseParser(limits: Self.limits, keepsHeaders: true, expectsBody: true)
+        let outcome = Array("HTTP/1.1 200 OK\r\nETag:  \"x\" \r\nCache-Control: max-age=5\r\nContent-Length: 0\r\n\r\n".utf8)
+            .withUnsafeBytes { parser.feed($0) }
+        #expect(outcome == .complete(consumed: 77))
+        #expect(parser.headers.map(\.name) == ["ETag", "Cache-Control", "Content-Length"])
+        #expect(parser.headers.map(\.value) == ["\"x\"", "max-age=5", "0"])
+        var plain = HTTPResponseParser(limits: Self.limits, keepsHeaders: false, expectsBody: true)
+        _ = Array("HTTP/1.1 200 OK\r\nETag: \"x\"\r\nContent-Length: 0\r\n\r\n".utf8).withUnsafeBytes { plain.feed($0) }
+        #expect(plain.headers.isEmpty)
+    }
+
+    static let refusedAnswers: [(String, UpstreamError.Kind)] = [
+        ("HELLO\r\n\r\n", .invalidResponse),
+        ("HTTP/1.1 20 OK\r\n\r\n", .invalidResponse),
+        ("HTTP/1.1 099 Low\r\n\r\n", .invalidResponse),
+        ("HTTP/2.0 200 OK\r\n\r\n", .invalidResponse),
+        ("HTTP/1.1 101 Switching Protocols\r\n\r\n", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nNoColon\r\n\r\n", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nX: a\u{1}b\r\n\r\n", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 1e3\r\n\r\n", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFF\r\n", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n", .invalidResponse),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 65\r\n\r\n", .responseTooLarge),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n20\r\n" + thirtyTwoBytes + "\r\n21\r\n", .responseTooLarge),
+        ("HTTP/1.1 200 OK\r\n\r\n" + sixtyFiveBytes, .responseTooLarge),
+        ("HTTP/1.1 200 OK\r\nX: " + threeHundredBytes + "\r\n\r\n", .responseTooLarge),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabc", .connectionFailed),
+        ("HTTP/1.1 200 OK\r\nContent-Le", .connectionFailed),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", .connectionFailed),
+        ("", .connectionFailed),
+    ]
+    static let thirtyTwoBytes = String(repeating: "x", count: 32)
+    static let sixtyFiveBytes = String(repeating: "x", count: 65)
+    static let threeHundredBytes = String(repeating: "x", count: 300)
+
+    @Test("malformed or hostile answers fail with the kind that says why", arguments: refusedAnswers)
+    func refused(response: String, kind: UpstreamError.Kind) {
+        guard case .failure(let failure) = Self.parse(response) else {
+            Issue.record("accepted: \(response.debugDescription)")
+            return
+        }
+        #expect(failure.kind == kind, "\(failure.detail)")
+    }
+
+    @Test("a chunk-size line is bounded: a longer one fails before its end arrives")
+    func boundedChunkSizeLine() {
+        var parser = HTTPResponseParser(limits: Self.limits, keepsHeaders: false, expectsBody: true)
+        let head = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        #expect(head.withUnsafeBytes { parser.feed($0) } == .needsMore)
+        let zeros = [UInt8](repeating: UInt8(ascii: "0"), count: HTTPResponseParser.maxChunkSizeLine)
+        #expect(zeros.withUnsafeBytes { parser.feed($0) } == .needsMore)
+        guard case .failed(let kind, let detail) = zeros.withUnsafeBytes({ parser.feed($0) }) else {
+            Issue.record("a chunk-size line of \(2 * zeros.count) bytes was accepted")
+            return
+        }
+        #expect(kind == .invalidResponse)
+        #expect(detail.contains("chunk-size line"))
+    }
+}
