@@ -24,6 +24,11 @@ public final class RawUpstream: Sendable {
         /// Write `prefix`, then `filler` repeated until `limit` bytes were written or the
         /// client stops taking them (closes, or leaves them unread for the write timeout).
         case flood(prefix: [UInt8], filler: UInt8, limit: Int)
+        /// Write each piece in a write of its own, with Nagle's algorithm off and a 2 ms pause
+        /// between pieces, then read the connection's next request: the client most often
+        /// gets each piece in a read of its own. The pause only spreads the bytes; what a test
+        /// asserts must never depend on it.
+        case sendInPieces([[UInt8]])
     }
 
     /// One request head as received, with its connection's number (0, 1, … in accept order).
@@ -40,6 +45,9 @@ public final class RawUpstream: Sendable {
     public let floods = Observed<[Int]>([])
     /// Connections accepted.
     public let connections = Observed(0)
+    /// The numbers of the connections closed so far (by the script, or after the client
+    /// closed its end), in the order they closed.
+    public let closed = Observed<[Int]>([])
 
     private let listener: Int32
     private let open = OpenSockets()
@@ -99,7 +107,10 @@ public final class RawUpstream: Sendable {
     }
 
     private func serve(_ client: Int32, connection: Int, script: @Sendable (Request) -> Action) {
-        defer { open.close(client) }
+        defer {
+            open.close(client)
+            closed.update { $0.append(connection) }
+        }
         var buffered: [UInt8] = []
         let headEnd = Array("\r\n\r\n".utf8)
         while true {
@@ -129,6 +140,13 @@ public final class RawUpstream: Sendable {
                 }
                 floods.update { $0.append(written) }
                 return
+            case .sendInPieces(let pieces):
+                var noDelay: Int32 = 1
+                setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+                for (index, piece) in pieces.enumerated() {
+                    if index > 0 { usleep(2000) }
+                    guard write(piece, to: client) == piece.count else { return }
+                }
             }
         }
     }
