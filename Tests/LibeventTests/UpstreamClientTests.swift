@@ -74,6 +74,24 @@ struct UpstreamClientTests {
         await upstream.shutdown()
     }
 
+    @Test("a host name is resolved on the loop (localhost, from /etc/hosts), its connection reused, and Host carries the name")
+    func hostNameIsResolved() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .json("{}") }
+        let base = try BaseURL("http://localhost:\(upstream.port)")
+        let harness = try await Harness()
+        for id in 0..<2 {
+            _ = try await harness.start(id, UpstreamRequest(base: base, path: "/named"))
+            #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[id] != nil })
+            #expect((try? harness.outcomes.value[id]?.get())?.status == 200)
+        }
+        let records = upstream.requests
+        #expect(records.count == 2)
+        #expect(Set(records.map(\.clientPort)).count == 1)
+        #expect(records.allSatisfy { $0.header("Host") == "localhost:\(upstream.port)" })
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
     @Test("cancelling an in-flight call closes its connection: the upstream sees the close")
     func cancelClosesTheConnection() async throws {
         let upstream = try await ScriptedUpstream.start { _ in .hang }
