@@ -158,29 +158,40 @@ package struct HTTPResponseParser {
     /// Scans for the empty line that ends the head; parses the head once it is whole.
     private mutating func readHead(_ input: UnsafeRawBufferPointer, from index: inout Int) -> Outcome? {
         let start = index
-        let found = scanToEmptyLine(input, from: &index)
-        lineBytesSeen += index - start
-        guard lineBytesSeen <= limits.maxHeadBytes else {
-            return fail(.responseTooLarge, "response head exceeds \(limits.maxHeadBytes) bytes")
-        }
+        let (found, failure) = scanWithinHeadLimit(input, from: &index, "response head")
+        if let failure { return failure }
         let piece = UnsafeRawBufferPointer(rebasing: input[start..<index])
         guard found else {
             partial.append(contentsOf: piece)
             return nil
         }
-        let failure: Outcome?
+        let refusal: Outcome?
         if partial.isEmpty {
-            failure = parseHead(piece)
+            refusal = parseHead(piece)
         } else {
             partial.append(contentsOf: piece)
             let head = partial
-            failure = head.withUnsafeBytes { parseHead($0) }
+            refusal = head.withUnsafeBytes { parseHead($0) }
             partial = []
         }
-        if let failure { return failure }
+        if let refusal { return refusal }
         lineBytesSeen = 0
         if case .ended = phase { return .complete(consumed: index) }
         return nil
+    }
+
+    /// ``scanToEmptyLine(_:from:)``, counting the bytes against the head limit (the trailers
+    /// count again from zero): whether the empty line came, or the failure past the limit.
+    private mutating func scanWithinHeadLimit(
+        _ input: UnsafeRawBufferPointer, from index: inout Int, _ what: String
+    ) -> (found: Bool, failure: Outcome?) {
+        let start = index
+        let found = scanToEmptyLine(input, from: &index)
+        lineBytesSeen += index - start
+        guard lineBytesSeen <= limits.maxHeadBytes else {
+            return (false, fail(.responseTooLarge, "\(what) exceeds \(limits.maxHeadBytes) bytes"))
+        }
+        return (found, nil)
     }
 
     /// Moves `index` past the next empty line (LF or CR LF alone), or to the end of `input`
@@ -354,12 +365,8 @@ package struct HTTPResponseParser {
 
     /// Skips the trailer lines after the last chunk, up to the empty line, within the head limit.
     private mutating func readTrailers(_ input: UnsafeRawBufferPointer, from index: inout Int) -> Outcome? {
-        let start = index
-        let found = scanToEmptyLine(input, from: &index)
-        lineBytesSeen += index - start
-        guard lineBytesSeen <= limits.maxHeadBytes else {
-            return fail(.responseTooLarge, "response trailers exceed \(limits.maxHeadBytes) bytes")
-        }
+        let (found, failure) = scanWithinHeadLimit(input, from: &index, "response trailers")
+        if let failure { return failure }
         guard found else { return nil }
         phase = .ended
         return .complete(consumed: index)
