@@ -29,6 +29,9 @@ public final class RawUpstream: Sendable {
         /// gets each piece in a read of its own. The pause only spreads the bytes; what a test
         /// asserts must never depend on it.
         case sendInPieces([[UInt8]])
+        /// Write these bytes, then read nothing more (whatever else the client sends stays
+        /// in the socket's buffers) until the client closes the connection.
+        case sendThenHold([UInt8])
     }
 
     /// One request head as received, with its connection's number (0, 1, … in accept order).
@@ -139,6 +142,13 @@ public final class RawUpstream: Sendable {
                     if sent < min(block.count, limit - written + sent) { break }
                 }
                 floods.update { $0.append(written) }
+                return
+            case .sendThenHold(let bytes):
+                _ = write(bytes, to: client)
+                // POLLRDHUP (0x2000, a GNU macro Swift does not import) alone: woken by the
+                // client's close, not by the bytes it sent.
+                var entry = pollfd(fd: client, events: 0x2000, revents: 0)
+                while poll(&entry, 1, -1) < 0 && errno == EINTR {}
                 return
             case .sendInPieces(let pieces):
                 var noDelay: Int32 = 1

@@ -319,6 +319,46 @@ struct UpstreamResponseFramingTests {
         await harness.stop()
     }
 
+    @Test("an answer that comes before the request's body was all sent ends its connection: the next call goes on a new one")
+    func earlyAnswerToALargeBody() async throws {
+        // The upstream answers after the head and reads nothing more, so 8 MiB cannot all
+        // leave the client's socket: the rest of the body must never precede another request.
+        let upstream = try RawUpstream.start { request in
+            request.connection == 0
+                ? .sendThenHold(bytes("HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\n\r\n"))
+                : .send(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        }
+        defer { upstream.stop() }
+        let base = try BaseURL(upstream.baseURL)
+        let harness = try await Harness()
+        let upload = UpstreamRequest(base: base, method: .post, path: "/upload", body: [UInt8](repeating: UInt8(ascii: "x"), count: 8 << 20))
+        #expect(try success(await call(harness, 1, upload))?.status == 413)
+        #expect(try success(await call(harness, 2, UpstreamRequest(base: base, path: "/next")))?.status == 200)
+        // Reused, the first connection would have queued this request behind the unsent body,
+        // which the upstream never reads: the call would time out instead.
+        #expect(upstream.requests.value.map(\.connection) == [0, 1])
+        await harness.stop()
+    }
+
+    @Test("a caller's Host, Content-Length and Transfer-Encoding are not sent: the client frames the request itself")
+    func callerFramingHeadersAreLeftOut() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .json("{}") }
+        let harness = try await Harness()
+        let body = bytes("four")
+        let request = UpstreamRequest(
+            base: try BaseURL(upstream.baseURL), method: .post, path: "/framed",
+            headers: [("Host", "evil.example"), ("content-length", "400"), ("Transfer-Encoding", "chunked"), ("X-Kept", "yes")], body: body)
+        #expect(try success(await call(harness, 1, request))?.status == 200)
+        let recorded = try #require(upstream.requests.first)
+        #expect(recorded.header("Host") == "127.0.0.1:\(upstream.port)")
+        #expect(recorded.header("Content-Length") == "4")
+        #expect(recorded.header("Transfer-Encoding") == nil)
+        #expect(recorded.header("X-Kept") == "yes")
+        #expect(recorded.body == body)
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
     @Test("a POST with a body sends its Content-Length and the body")
     func postBody() async throws {
         let upstream = try await ScriptedUpstream.start { _ in .json("{}") }

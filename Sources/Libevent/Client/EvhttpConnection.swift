@@ -29,6 +29,7 @@ final class EvhttpConnection: UpstreamConnection {
 
     let evcon: OpaquePointer
     private let loop: EventLoop
+    private let resolver: AddressResolver?
     /// The client's own bound on response bodies, whatever a request asks for.
     private let maxResponseBytes: Int
     private var state = State.idle
@@ -40,13 +41,16 @@ final class EvhttpConnection: UpstreamConnection {
     /// Set when libevent failed the request while `evhttp_make_request` was still running.
     private var failedWhileDispatching = false
 
-    init?(loop: EventLoop, origin: BaseURL.Origin, dns: OpaquePointer?, tls: TLSContext, limits: UpstreamClient.Configuration) {
+    /// `resolver`: for a host name (evhttp resolves through its `evdns_base`, which must live
+    /// as long as this connection, so the connection holds it).
+    init?(loop: EventLoop, origin: BaseURL.Origin, resolver: AddressResolver?, tls: TLSContext, limits: UpstreamClient.Configuration) {
         self.loop = loop
+        self.resolver = resolver
         maxResponseBytes = limits.maxResponseBytes
         guard let bufferEvent = tls.clientBufferEvent(base: loop.base, host: origin.host) else { return nil }
         // Servers often close TLS connections without close_notify; that is not an error.
         bufferevent_openssl_set_allow_dirty_shutdown(bufferEvent, 1)
-        guard let evcon = evhttp_connection_base_bufferevent_new(loop.base, dns, bufferEvent, origin.host, origin.port)
+        guard let evcon = evhttp_connection_base_bufferevent_new(loop.base, resolver?.base, bufferEvent, origin.host, origin.port)
         else { return nil }
         self.evcon = evcon
         var timeout = timeval(limits.connectionTimeout)

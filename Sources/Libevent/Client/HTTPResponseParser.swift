@@ -272,7 +272,9 @@ package struct HTTPResponseParser {
             }
         } else if let contentLength {
             if let failure = admitBody(contentLength) { return failure }
-            body.reserveCapacity(contentLength)
+            // Room for what is announced, up to a first read's worth: a length alone does not
+            // reserve megabytes per connection before a byte of the body has come.
+            body.reserveCapacity(min(contentLength, 64 * 1024))
             phase = contentLength == 0 ? .ended : .fixedBody(remaining: contentLength)
         } else {
             phase = .bodyUntilClose

@@ -4,7 +4,8 @@
 ///
 /// A header that cannot go on the wire as one line (a CR, LF or NUL in its value, or a name
 /// that is not a token) is left out, never sent: its bytes would otherwise start a header (or
-/// a request) of their own.
+/// a request) of their own. So are a caller's `Host`, `Content-Length` and
+/// `Transfer-Encoding`: the request's framing is the client's, written once.
 enum RequestHead {
     static func write(_ request: UpstreamRequest, hostHeader: String, into bytes: inout [UInt8]) {
         append(request.method.rawValue, to: &bytes)
@@ -31,7 +32,7 @@ enum RequestHead {
         var value = value
         name.withUTF8 { name in
             value.withUTF8 { value in
-                guard !name.isEmpty, name.allSatisfy(HTTPSyntax.isTokenByte),
+                guard !name.isEmpty, name.allSatisfy(HTTPSyntax.isTokenByte), !isFraming(name),
                       !value.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else { return }
                 bytes.append(contentsOf: name)
                 bytes.append(UInt8(ascii: ":"))
@@ -40,6 +41,20 @@ enum RequestHead {
                 bytes.append(UInt8(ascii: "\r"))
                 bytes.append(UInt8(ascii: "\n"))
             }
+        }
+    }
+
+    /// Whether a header name (a token) is one of those the client writes itself.
+    private static func isFraming(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        func spells(_ lowercase: StaticString) -> Bool {
+            let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+            return name.count == expected.count && zip(name, expected).allSatisfy { $0 | 0x20 == $1 }
+        }
+        switch name.count {
+        case 4: return spells("host")
+        case 14: return spells("content-length")
+        case 17: return spells("transfer-encoding")
+        default: return false
         }
     }
 

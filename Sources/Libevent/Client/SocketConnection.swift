@@ -60,6 +60,12 @@ final class SocketConnection: UpstreamConnection {
     /// The socket inactivity limit (``UpstreamClient/Configuration/connectionTimeout``), made
     /// when first needed: while connecting, and for a request whose own deadline is later.
     private var inactivity: LoopTimer?
+    /// When the last answer ended (nil before the first): a connection idle for longer than
+    /// the inactivity limit is not reused, as evhttp's client closed it. A firewall or NAT
+    /// that forgot the flow silently would leave its next call without an answer until that
+    /// call's deadline, where a new connection answers now. Checked when the pool reuses the
+    /// connection rather than with a timer per idle connection.
+    private var idleSince: ContinuousClock.Instant?
 
     init(loop: EventLoop, origin: BaseURL.Origin, resolver: AddressResolver?, receiveBuffer: ReceiveBuffer, limits: UpstreamClient.Configuration) {
         self.loop = loop
@@ -78,7 +84,8 @@ final class SocketConnection: UpstreamConnection {
     var isReusable: Bool {
         guard call == nil else { return false }
         switch phase {
-        case .fresh, .open: return true
+        case .fresh: return true
+        case .open: return idleSince.map { .now - $0 < limits.connectionTimeout } ?? true
         case .resolving, .connecting, .closed: return false
         }
     }
@@ -201,6 +208,7 @@ final class SocketConnection: UpstreamConnection {
                 continue
             } else if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 event_add(writeEvent, nil)
+                if let call, call.request.timeout > limits.connectionTimeout { startInactivityLimit() }
                 return
             } else {
                 fail(.connectionFailed, "send: \(Self.systemError())")
@@ -274,15 +282,16 @@ final class SocketConnection: UpstreamConnection {
     }
 
     /// The answer is whole. The connection stays open for another request only if the answer
-    /// allows it and nothing followed it: bytes after an answer would otherwise be read as
-    /// the start of the next one, which could be any other caller's.
+    /// allows it, nothing followed it (bytes after an answer would otherwise be read as the
+    /// start of the next one, which could be any other caller's) and the request was sent
+    /// whole (an early answer to a large body: the rest of it would precede the next request).
     private func answered(leavingBytes: Bool) {
         guard let call, let parser else { return }
         self.call = nil
         self.parser = nil
         inactivity?.cancel()
-        let reusable = parser.keepsAlive && !leavingBytes
-        if !reusable { close() }
+        let reusable = parser.keepsAlive && !leavingBytes && outputSent == output.count
+        if reusable { idleSince = .now } else { close() }
         call.answered(parser.response, reusable: reusable)
     }
 

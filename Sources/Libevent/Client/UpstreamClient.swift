@@ -122,6 +122,6 @@ public final class UpstreamClient {
             return SocketConnection(loop: loop, origin: origin, resolver: resolver, receiveBuffer: receiveBuffer, limits: configuration)
         }
         guard let tls = configuration.tls ?? systemTLS else { return nil }
-        return EvhttpConnection(loop: loop, origin: origin, dns: resolver?.base, tls: tls, limits: configuration)
+        return EvhttpConnection(loop: loop, origin: origin, resolver: resolver, tls: tls, limits: configuration)
     }
 }
