@@ -29,10 +29,10 @@ public final class ConnectionBudgets: Sendable {
 /// (one atomic operation each), and reads two counters when a connection comes back.
 ///
 /// Lending, when a pool is *starving* (calls wait, and it is below the limit itself):
-/// - every other pool is nudged on its own loop to close its idle connections;
+/// - every other pool is nudged on its own loop to close its idle connections beyond its share;
 /// - a pool holding its share or more opens no new connection; one holding more than its
-///   share by some slack closes busy ones as their calls end, instead of reusing them, until
-///   it is back within it; one with no calls waiting closes them rather than keep them idle.
+///   share by some slack (or all but one of the limit) closes busy ones as their calls end,
+///   instead of reusing them, until it is back within it.
 ///   Its share is the limit in proportion to its demand (calls waiting or on a connection)
 ///   among all the pools' demands, which the pools publish only while one of them starves (or
 ///   when theirs drops to none);

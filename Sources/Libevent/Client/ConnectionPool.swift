@@ -124,14 +124,18 @@ final class ConnectionPool {
     /// capacity. Shares follow the demands call by call, and demands swing with every burst of
     /// calls: without that slack, connections close and open back and forth. At N=10 under
     /// `wrk -c64` with two workers, a slack of an eighth (and closing whatever came back while
-    /// the pool's line was empty for a moment) still opened 1.1 connections per request; with
-    /// a quarter and demands counted up to the capacity, 0.04 (strace -c), and the CPU per
-    /// request fell by a sixth.
+    /// the pool's line was empty for a moment) opened 1.1 connections per request in one run;
+    /// with a quarter and demands counted up to the capacity, 0.2 to 0.6 over six runs
+    /// (`strace -c`; it varies with how the kernel spreads wrk's connections over the
+    /// workers), and the CPU per request fell by a sixth.
     private func owesConnection(keeping: Bool) -> Bool {
         guard budget.othersStarve(than: member) else { return false }
         publishDemand()
         let share = budget.share(forDemand: publishedDemand)
-        return keeping ? openCount > share + max(1, capacity / 4) : openCount >= share
+        guard keeping else { return openCount >= share }
+        // No pool keeps the whole budget: a small one, where share and slack reach the limit,
+        // would otherwise never lend.
+        return openCount > min(share + max(1, capacity / 4), budget.limit - 1)
     }
 
     /// Tells the budget how many calls this pool has (waiting or on a connection), when that
@@ -150,10 +154,17 @@ final class ConnectionPool {
     /// burst by closing connections and opening them again.
     private var currentDemand: Int { min(queuedCount + active.count, capacity) }
 
-    /// Another pool of the origin starves: idle connections here beyond this pool's share are
-    /// given back to the budget (all of them when it has no calls). A busy pool keeps its
-    /// share: it would open them again for its next calls.
+    /// Another pool of the origin starves: idle connections here that can no longer carry a
+    /// call, and those beyond this pool's share, are given back to the budget (all of them
+    /// when it has no calls). A busy pool keeps its share: it would open them again for its
+    /// next calls.
     func lendIdle() {
+        // Idle connections the upstream closed first: they hold budget and carry nothing.
+        var usable: [any UpstreamConnection] = []
+        for connection in idle {
+            if connection.isReusable { usable.append(connection) } else { close(connection) }
+        }
+        idle = usable
         let demand = currentDemand
         let share = demand == 0 ? 0 : budget.share(forDemand: demand)
         while openCount > share, let connection = idle.popLast() { close(connection) }
