@@ -24,6 +24,7 @@ public final class LoopThread: Sendable {
                 made.withLock { $0 = .success(loop) }
                 ready.signal()
                 try? loop.run()
+                loop.discardPendingWork()
             } catch {
                 made.withLock { $0 = .failure(error) }
                 ready.signal()

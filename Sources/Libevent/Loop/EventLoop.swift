@@ -84,6 +84,21 @@ public final class EventLoop: @unchecked Sendable {
         try LibeventError.check(result, "event_base_loop")
     }
 
+    /// Drops the work still queued once ``run()`` has returned for good, on the loop's thread.
+    /// A job holds what it captured, and that often holds this loop (a connection dropped on
+    /// a later turn, a failure reported on one): left queued, it would keep the loop and all
+    /// of it alive in a cycle. Dropping a job can queue another (a `deinit` that hands work
+    /// over), so it drops until nothing is left.
+    public func discardPendingWork() {
+        while true {
+            let jobs = submitted.withLock { jobs in
+                defer { jobs.removeAll() }
+                return jobs
+            }
+            if jobs.isEmpty { return }
+        }
+    }
+
     /// Makes ``run()`` return after the callback that is running now. Safe from any thread.
     public func stop() {
         event_base_loopbreak(base)
