@@ -175,6 +175,36 @@ struct UpstreamResponseFramingTests {
         await harness.stop()
     }
 
+    @Test("a reused connection that closes before answering: a GET goes again, once, on a new connection; a POST fails", arguments: [
+        (HTTPMethod.get, true), (.post, false),
+    ])
+    func reusedConnectionLostBeforeTheAnswer(method: HTTPMethod, goesAgain: Bool) async throws {
+        // The keep-alive race made deterministic: the upstream takes the second request on the
+        // first connection and closes it without a byte of answer.
+        let upstream = try RawUpstream.start { request in
+            request.connection == 0 && request.head.contains(" /second ")
+                ? .sendAndClose([])
+                : .send(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        }
+        defer { upstream.stop() }
+        let base = try BaseURL(upstream.baseURL)
+        let harness = try await Harness()
+        #expect(try success(await call(harness, 1, UpstreamRequest(base: base, path: "/first")))?.status == 200)
+        let second = try await call(harness, 2, UpstreamRequest(base: base, method: method, path: "/second"))
+        if goesAgain {
+            #expect(success(second)?.status == 200)
+            #expect(upstream.requests.value.map(\.connection) == [0, 0, 1])
+        } else {
+            guard case .failure(let error) = second else {
+                Issue.record("a POST went again: \(second)")
+                return
+            }
+            #expect(error.kind == .connectionFailed)
+            #expect(upstream.requests.value.map(\.connection) == [0, 0])
+        }
+        await harness.stop()
+    }
+
     @Test("an upstream that closes an idle keep-alive connection: the next call succeeds on a new connection")
     func idleConnectionClosedByUpstream() async throws {
         let upstream = try RawUpstream.start { _ in .sendAndClose(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")) }

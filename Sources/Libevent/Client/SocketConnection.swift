@@ -66,6 +66,8 @@ final class SocketConnection: UpstreamConnection {
     /// call's deadline, where a new connection answers now. Checked when the pool reuses the
     /// connection rather than with a timer per idle connection.
     private var idleSince: ContinuousClock.Instant?
+    /// Whether the call in flight got any byte of its answer yet.
+    private var answerStarted = false
 
     init(loop: EventLoop, origin: BaseURL.Origin, resolver: AddressResolver?, receiveBuffer: ReceiveBuffer, limits: UpstreamClient.Configuration) {
         self.loop = loop
@@ -93,6 +95,7 @@ final class SocketConnection: UpstreamConnection {
     func send(_ call: UpstreamCall) {
         let request = call.request
         self.call = call
+        answerStarted = false
         parser = HTTPResponseParser(
             limits: .init(maxHeadBytes: limits.maxResponseHeaderBytes, maxBodyBytes: min(request.maxResponseBytes, limits.maxResponseBytes)),
             keepsHeaders: request.keepsResponseHeaders, expectsBody: request.method != .head)
@@ -211,7 +214,7 @@ final class SocketConnection: UpstreamConnection {
                 if let call, call.request.timeout > limits.connectionTimeout { startInactivityLimit() }
                 return
             } else {
-                fail(.connectionFailed, "send: \(Self.systemError())")
+                fail(.connectionFailed, "send: \(Self.systemError())", beforeAnswer: true)
                 return
             }
         }
@@ -246,6 +249,7 @@ final class SocketConnection: UpstreamConnection {
                     close()
                     return
                 }
+                answerStarted = true
                 switch parser!.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) {
                 case .needsMore:
                     if let inactivity, inactivity.isScheduled { inactivity.schedule(after: limits.connectionTimeout) }
@@ -265,8 +269,8 @@ final class SocketConnection: UpstreamConnection {
                 }
                 switch parser!.endOfInput() {
                 case .complete: answered(leavingBytes: false)
-                case .failed(let kind, let detail): fail(kind, detail)
-                case .needsMore: fail(.connectionFailed, "connection closed")
+                case .failed(let kind, let detail): fail(kind, detail, beforeAnswer: !answerStarted)
+                case .needsMore: fail(.connectionFailed, "connection closed", beforeAnswer: !answerStarted)
                 }
                 return
             } else if errno == EINTR {
@@ -275,7 +279,7 @@ final class SocketConnection: UpstreamConnection {
                 return
             } else {
                 let reason = "recv: \(Self.systemError())"
-                if parser != nil { fail(.connectionFailed, reason) } else { close() }
+                if parser != nil { fail(.connectionFailed, reason, beforeAnswer: !answerStarted) } else { close() }
                 return
             }
         }
@@ -298,13 +302,22 @@ final class SocketConnection: UpstreamConnection {
     // MARK: - Ending
 
     /// Closes the connection and tells the call in flight why, on a later loop turn (this may
-    /// run inside ``send(_:)``).
-    private func fail(_ kind: UpstreamError.Kind, _ detail: String) {
+    /// run inside ``send(_:)``). `beforeAnswer`: the connection broke before any byte of the
+    /// answer came. On a connection that carried an answer before, that is most often the
+    /// upstream closing it while idle just as this request went out, and the call may go
+    /// again on another connection (``UpstreamCall/connectionLost(_:_:)``).
+    private func fail(_ kind: UpstreamError.Kind, _ detail: String, beforeAnswer: Bool = false) {
         let call = self.call
+        let reused = idleSince != nil
         self.call = nil
         parser = nil
         close()
-        if let call { loop.deferred { call.failed(kind, detail) } }
+        guard let call else { return }
+        if beforeAnswer && reused {
+            loop.deferred { call.connectionLost(kind, detail) }
+        } else {
+            loop.deferred { call.failed(kind, detail) }
+        }
     }
 
     /// Closes the socket (the upstream sees it); the events are freed in `deinit`.

@@ -7,6 +7,8 @@
 ///
 /// ```
 /// queued ──dispatch──▶ inFlight ──answered / failed (reported by the connection)──▶ finished
+///    ▲                    │ a reused connection lost before any answer (idempotent, once)
+///    └────────────────────┤
 ///    │                    │ deadline, cancel: withdrawn from the connection
 ///    └ deadline, cancel ──┴──────────────────────────────────────────────────────▶ finished
 /// ```
@@ -22,6 +24,8 @@ public final class UpstreamCall {
     private unowned let pool: ConnectionPool
     private var state = State.queued
     private var deadline: LoopTimer?
+    /// Whether the call already went again after losing a reused connection.
+    private var wentAgain = false
 
     init(request: UpstreamRequest, pool: ConnectionPool, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void) {
         self.request = request
@@ -87,6 +91,21 @@ public final class UpstreamCall {
         end(.failure(error(kind, detail)), reusable: false)
     }
 
+    /// A connection that had carried earlier answers broke before any byte of this one's: the
+    /// upstream most likely closed it while idle as the request went out (a keep-alive race
+    /// no client can avoid). An idempotent request goes again on another connection, once,
+    /// as RFC 9112 §9.3.1 allows; anything else fails as ``failed(_:_:)``.
+    func connectionLost(_ kind: UpstreamError.Kind, _ detail: String) {
+        guard case .inFlight(let connection) = state, !wentAgain, request.method.isIdempotent else {
+            failed(kind, detail)
+            return
+        }
+        wentAgain = true
+        state = .queued
+        pool.checkIn(connection, from: self, reusable: false)
+        pool.enqueue(self)
+    }
+
     private func end(_ result: Result<UpstreamResponse, UpstreamError>, reusable: Bool) {
         guard case .inFlight(let connection) = state else { return }
         finish()
@@ -124,5 +143,15 @@ public final class UpstreamCall {
 
     private func error(_ kind: UpstreamError.Kind, _ detail: String) -> UpstreamError {
         UpstreamError(kind: kind, url: request.base.origin.description + request.target, detail: detail)
+    }
+}
+
+extension HTTPMethod {
+    /// RFC 9110 §9.2.2: sending it twice has the effect of sending it once.
+    var isIdempotent: Bool {
+        switch self {
+        case .get, .head, .options, .trace, .put, .delete: true
+        case .post, .connect, .patch: false
+        }
     }
 }
