@@ -227,18 +227,18 @@ package struct HTTPResponseParser {
             guard let (name, value) = Self.parseHeaderLine(line) else {
                 return fail(.invalidResponse, "malformed header line")
             }
-            if Self.equalsIgnoringCase(name, "content-length") {
+            if HTTPSyntax.equalsIgnoringCase(name, "content-length") {
                 guard let length = Self.parseDecimal(value), contentLength == nil || contentLength == length else {
                     return fail(.invalidResponse, "invalid Content-Length")
                 }
                 contentLength = length
-            } else if Self.equalsIgnoringCase(name, "transfer-encoding") {
+            } else if HTTPSyntax.equalsIgnoringCase(name, "transfer-encoding") {
                 // Repeated, the last one's last coding is the final one.
                 transferEncoding = value
-            } else if Self.equalsIgnoringCase(name, "connection") {
+            } else if HTTPSyntax.equalsIgnoringCase(name, "connection") {
                 Self.forEachListElement(value) { option in
-                    if Self.equalsIgnoringCase(option, "close") { keepsAlive = false }
-                    if Self.equalsIgnoringCase(option, "keep-alive") && parsedStatus.minorVersion == 0 { keepsAlive = true }
+                    if HTTPSyntax.equalsIgnoringCase(option, "close") { keepsAlive = false }
+                    if HTTPSyntax.equalsIgnoringCase(option, "keep-alive") && parsedStatus.minorVersion == 0 { keepsAlive = true }
                 }
             }
             if keepsHeaders {
@@ -264,7 +264,7 @@ package struct HTTPResponseParser {
             if contentLength != nil || parsedStatus.minorVersion == 0 { self.keepsAlive = false }
             var finalCoding: UnsafeRawBufferPointer?
             Self.forEachListElement(transferEncoding) { finalCoding = $0 }
-            if let finalCoding, Self.equalsIgnoringCase(finalCoding, "chunked") {
+            if let finalCoding, HTTPSyntax.equalsIgnoringCase(finalCoding, "chunked") {
                 phase = .chunkSizeLine
             } else {
                 phase = .bodyUntilClose
@@ -353,9 +353,9 @@ package struct HTTPResponseParser {
         if end > 0 && line[end - 1] == cr { end -= 1 }
         var size = 0
         var index = 0
-        while index < end, let digit = hexValue(line[index]) {
+        while index < end, let digit = HTTPSyntax.hexValue(line[index]) {
             guard index < 15 else { return nil }
-            size = size << 4 | digit
+            size = size << 4 | Int(digit)
             index += 1
         }
         guard index > 0 else { return nil }
@@ -430,23 +430,6 @@ package struct HTTPResponseParser {
             while last > first, value[last - 1] == space || value[last - 1] == tab { last -= 1 }
             if first < last { body(UnsafeRawBufferPointer(rebasing: value[first..<last])) }
             start = end + 1
-        }
-    }
-
-    /// Whether `bytes` spell `lowercase` (ASCII letters in any case).
-    private static func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
-        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
-        let expected = UnsafeRawBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
-        for index in 0..<bytes.count where bytes[index] | 0x20 != expected[index] { return false }
-        return true
-    }
-
-    private static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - zero)
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a") + 10)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A") + 10)
-        default: nil
         }
     }
 

@@ -44,18 +44,11 @@ enum RequestHead {
         }
     }
 
-    /// Whether a header name (a token) is one of those the client writes itself.
+    /// Whether a header name is one of those the client writes itself.
     private static func isFraming(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        func spells(_ lowercase: StaticString) -> Bool {
-            let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
-            return name.count == expected.count && zip(name, expected).allSatisfy { $0 | 0x20 == $1 }
-        }
-        switch name.count {
-        case 4: return spells("host")
-        case 14: return spells("content-length")
-        case 17: return spells("transfer-encoding")
-        default: return false
-        }
+        let name = UnsafeRawBufferPointer(name)
+        return HTTPSyntax.equalsIgnoringCase(name, "host") || HTTPSyntax.equalsIgnoringCase(name, "content-length")
+            || HTTPSyntax.equalsIgnoringCase(name, "transfer-encoding")
     }
 
     /// A string's UTF-8 bytes, in one copy from its own storage.

@@ -166,7 +166,7 @@ struct RequestFraming {
             return nil
         }
         if byte == 0x0A { return violation("a chunk-size line must end in CRLF", at: lineStart) }
-        guard let digit = Self.hexValue(byte) else {
+        guard let digit = HTTPSyntax.hexValue(byte) else {
             let what = byte == UInt8(ascii: ";") ? "chunk extensions are not supported" : "a chunk size must be hex digits only"
             return violation(what, at: lineStart)
         }
@@ -194,9 +194,10 @@ struct RequestFraming {
         if keepingLine { line.append(byte) }
         if case .headerLine = state, lastHeader == nil, byte == UInt8(ascii: ":") {
             // The name is complete: keep the line only for a framing header.
-            let name = line.dropLast()
-            lastHeader = Self.equalsIgnoringCase(name, "content-length") ? .contentLength
-                : Self.equalsIgnoringCase(name, "transfer-encoding") ? .transferEncoding : .other
+            lastHeader = line.dropLast().withUnsafeBytes { name in
+                HTTPSyntax.equalsIgnoringCase(name, "content-length") ? .contentLength
+                    : HTTPSyntax.equalsIgnoringCase(name, "transfer-encoding") ? .transferEncoding : .other
+            }
             keepingLine = lastHeader != .other
         }
         if case .requestLine = state, keepingLine, byte == 0x20 {
@@ -354,21 +355,6 @@ struct RequestFraming {
     private static func isChunked(_ coding: ArraySlice<UInt8>) -> Bool {
         var slice = coding.drop { $0 == 0x20 || $0 == 0x09 }
         while let last = slice.last, last == 0x20 || last == 0x09 { slice = slice.dropLast() }
-        return equalsIgnoringCase(slice, "chunked")
-    }
-
-    static func equalsIgnoringCase(_ bytes: some Collection<UInt8>, _ lowercase: String) -> Bool {
-        bytes.count == lowercase.utf8.count && zip(bytes, lowercase.utf8).allSatisfy { a, b in
-            (a >= 0x41 && a <= 0x5A ? a | 0x20 : a) == b
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
+        return slice.withUnsafeBytes { HTTPSyntax.equalsIgnoringCase($0, "chunked") }
     }
 }
