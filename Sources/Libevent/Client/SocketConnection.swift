@@ -131,7 +131,7 @@ final class SocketConnection: UpstreamConnection {
 
     /// Opens the socket and starts connecting it to `address` (an IP address literal).
     private func open(address: String) {
-        guard var target = SocketTarget(address: address, port: origin.port) else {
+        guard var target = try? SocketAddress.resolve(host: address, port: origin.port, numericOnly: true) else {
             fail(.connectionFailed, "\(address) is not an IP address")
             return
         }
@@ -155,7 +155,7 @@ final class SocketConnection: UpstreamConnection {
             fail(.connectionFailed, "event_new failed (out of memory)")
             return
         }
-        let result = target.withSockaddr { Glibc.connect(socket, $0, $1) }
+        let result = target.withSockaddr { Glibc.connect(socket, $0, socklen_t($1)) }
         if result == 0 {
             connected()
         } else if errno == EINPROGRESS {
@@ -230,7 +230,7 @@ final class SocketConnection: UpstreamConnection {
         var length = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(socket, SOL_SOCKET, SO_ERROR, &error, &length)
         guard error == 0 else {
-            fail(.connectionFailed, "connect: \(String(cString: strerror(error)))")
+            fail(.connectionFailed, "connect: \(Self.systemError(error))")
             return
         }
         connected()
@@ -333,50 +333,7 @@ final class SocketConnection: UpstreamConnection {
         inactivity?.cancel()
     }
 
-    private static func systemError() -> String {
-        String(cString: strerror(errno))
-    }
-
-}
-
-/// An IPv4 or IPv6 address and port to connect a socket to.
-private struct SocketTarget {
-    let family: Int32
-    private var storage = sockaddr_storage()
-    private let length: socklen_t
-
-    init?(address: String, port: UInt16) {
-        var storage = sockaddr_storage()
-        let ipv4 = withUnsafeMutableBytes(of: &storage) { raw in
-            raw.withMemoryRebound(to: sockaddr_in.self) { ipv4 in
-                ipv4[0].sin_family = sa_family_t(AF_INET)
-                ipv4[0].sin_port = port.bigEndian
-                return inet_pton(AF_INET, address, &ipv4[0].sin_addr) == 1
-            }
-        }
-        if ipv4 {
-            family = AF_INET
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        } else {
-            storage = sockaddr_storage()
-            let ipv6 = withUnsafeMutableBytes(of: &storage) { raw in
-                raw.withMemoryRebound(to: sockaddr_in6.self) { ipv6 in
-                    ipv6[0].sin6_family = sa_family_t(AF_INET6)
-                    ipv6[0].sin6_port = port.bigEndian
-                    return inet_pton(AF_INET6, address, &ipv6[0].sin6_addr) == 1
-                }
-            }
-            guard ipv6 else { return nil }
-            family = AF_INET6
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        }
-        self.storage = storage
-    }
-
-    mutating func withSockaddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
-        let length = self.length
-        return withUnsafePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
-        }
+    private static func systemError(_ code: Int32 = errno) -> String {
+        String(cString: strerror(code))
     }
 }

@@ -1,16 +1,21 @@
 import CLibevent
 import Glibc
 
-/// Socket addresses for binding, resolved through `evutil_getaddrinfo` (numeric or names).
+/// Socket addresses, resolved through `evutil_getaddrinfo`: for binding the server (numeric or
+/// names), and for connecting an upstream socket to an address already resolved on the loop
+/// (`numericOnly`: never a blocking DNS lookup).
 struct SocketAddress {
     private var storage = sockaddr_storage()
     private var length: Int
 
-    static func resolve(host: String, port: UInt16) throws(LibeventError) -> SocketAddress {
+    /// `AF_INET` or `AF_INET6`, for `socket(2)`.
+    var family: Int32 { Int32(storage.ss_family) }
+
+    static func resolve(host: String, port: UInt16, numericOnly: Bool = false) throws(LibeventError) -> SocketAddress {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG
+        hints.ai_flags = numericOnly ? EVUTIL_AI_NUMERICHOST | EVUTIL_AI_NUMERICSERV : EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG
         var result: UnsafeMutablePointer<addrinfo>?
         let status = evutil_getaddrinfo(host, String(port), &hints, &result)
         guard status == 0, let first = result else {
@@ -24,12 +29,12 @@ struct SocketAddress {
         return address
     }
 
-    mutating func withSockaddr<Result>(
-        _ body: (UnsafePointer<sockaddr>, Int) throws(LibeventError) -> Result
-    ) throws(LibeventError) -> Result {
+    mutating func withSockaddr<Result, Failure: Error>(
+        _ body: (UnsafePointer<sockaddr>, Int) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         let length = self.length
-        return try withUnsafePointer(to: &storage) { pointer throws(LibeventError) in
-            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address throws(LibeventError) in
+        return try withUnsafePointer(to: &storage) { pointer throws(Failure) in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address throws(Failure) in
                 try body(address, length)
             }
         }
