@@ -145,13 +145,3 @@ public final class UpstreamCall {
         UpstreamError(kind: kind, url: request.base.origin.description + request.target, detail: detail)
     }
 }
-
-extension HTTPMethod {
-    /// RFC 9110 §9.2.2: sending it twice has the effect of sending it once.
-    var isIdempotent: Bool {
-        switch self {
-        case .get, .head, .options, .trace, .put, .delete: true
-        case .post, .connect, .patch: false
-        }
-    }
-}

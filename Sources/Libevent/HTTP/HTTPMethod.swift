@@ -37,3 +37,13 @@ public enum HTTPMethod: String, Sendable, CaseIterable {
     /// Every method evhttp knows, so that the router (not evhttp) answers unknown routes.
     static let allCommands: UInt16 = allCases.reduce(0) { $0 | UInt16($1.command.rawValue) }
 }
+
+extension HTTPMethod {
+    /// RFC 9110 §9.2.2: sending it twice has the effect of sending it once.
+    var isIdempotent: Bool {
+        switch self {
+        case .get, .head, .options, .trace, .put, .delete: true
+        case .post, .connect, .patch: false
+        }
+    }
+}
