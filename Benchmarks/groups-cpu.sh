@@ -6,9 +6,11 @@
 #                                                   (-t2 -c64), divided by the requests wrk counted
 #   Benchmarks/groups-cpu.sh callgrind N [SECONDS=20]   instructions per request under callgrind
 #                                                   (one worker, counters zeroed after a warm-up),
-#                                                   profile in /tmp/groups-callgrind.out
+#                                                   profile in $CALLGRIND_OUT (default
+#                                                   /tmp/groups-callgrind.out)
 #
-# Env: TARGET=tributary|go (cpu mode), WORKERS (tributary, default auto), PORT_BASE (default
+# Env: CALLGRIND_OUT (where callgrind writes: two runs at once need two, and two PORT_BASEs),
+# TARGET=tributary|go (cpu mode), WORKERS (tributary, default auto), PORT_BASE (default
 # 18180: nginx on +1, the server on +13), COALESCE=off|on (default off, as in groups.sh: every
 # request its own fetch; with coalescing, concurrent requests share runs and the count per
 # request depends on timing). The fixture is ../shared/bench's gen.py and nginx;
@@ -25,7 +27,8 @@ target=${TARGET:-tributary}
 fixture=/tmp/groups-cpu-fx$n
 work=$(mktemp -d)
 server_pid=""
-rm -f /tmp/groups-callgrind.out*
+profile=${CALLGRIND_OUT:-/tmp/groups-callgrind.out}
+rm -f "$profile"*
 
 cleanup() {
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
@@ -47,7 +50,7 @@ case $mode/$target in
     cpu/go) "${GO_PEER:-/tmp/tributary-bench/peers/go/peer-go}" --port "$port" --upstream "http://127.0.0.1:$up_port" --pool 128 & ;;
     # Valgrind 3.19 cannot read Swift 6's DWARF 5: a copy without debug info (symbols kept).
     callgrind/*) objcopy --strip-debug "${tributary[0]}" "$work/tributary"
-                 valgrind --tool=callgrind --callgrind-out-file=/tmp/groups-callgrind.out \
+                 valgrind --tool=callgrind --callgrind-out-file="$profile" \
                      "$work/tributary" "${tributary[@]:1}" --workers 1 2>"$work/valgrind.log" & ;;
     *) echo "unknown mode/target: $mode/$target" >&2; exit 2 ;;
 esac
@@ -79,7 +82,7 @@ else
     callgrind_control -d "$server_pid" >/dev/null
     count=$(requests "$work/wrk")
     sleep 1
-    dump=$(ls -t /tmp/groups-callgrind.out* | head -1)
+    dump=$(ls -t "$profile"* | head -1)
     [ -s "$dump" ] || { echo "no callgrind dump" >&2; exit 1; }
     total=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
     awk -v i="$total" -v r="$count" -v n="$n" \
