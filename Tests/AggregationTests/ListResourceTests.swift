@@ -234,6 +234,18 @@ struct ListResourceTests {
         await upstream.shutdown()
     }
 
+    @Test("a path template writes its prefix, the id percent-encoded as one segment, and its suffix")
+    func pathTemplateEncodesTheID() throws {
+        let template = try #require(PathTemplate("/groups/{id}/metadata"))
+        #expect(template.path(for: "42") == "/groups/42/metadata")
+        #expect(template.path(for: "a b/c?d#e%") == "/groups/a%20b%2Fc%3Fd%23e%25/metadata")
+        #expect(template.path(for: "Grüße") == "/groups/Gr%C3%BC%C3%9Fe/metadata")
+        #expect(template.path(for: "...") == "/groups/.../metadata")
+        #expect(template.path(for: ".a") == "/groups/.a/metadata")
+        for refused in ["", ".", ".."] { #expect(template.path(for: refused) == nil) }
+        #expect(try #require(PathTemplate("/{id}")).path(for: "x") == "/x")
+    }
+
     @Test("items that end without a call (ids that name no path) complete in place, one at a time, under every policy")
     func itemsEndingAtOnce() async throws {
         // With one call at a time, the first and last items end inside the loop that starts

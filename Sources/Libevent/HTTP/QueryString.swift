@@ -47,28 +47,56 @@ public enum QueryString {
         // Over the contiguous bytes: an id is checked once per upstream call, and walking the
         // string's UTF-8 view byte by byte cost ten times as much.
         var contiguous = text
-        guard !contiguous.withUTF8({ $0.allSatisfy(isUnreserved) }) else { return text }
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count * 3)
-        let hex = Array("0123456789ABCDEF".utf8)
-        for byte in text.utf8 {
-            if isUnreserved(byte) {
-                out.append(byte)
-            } else {
-                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-            }
+        return contiguous.withUTF8 { bytes in
+            let count = percentEncodedCount(bytes)
+            guard count != bytes.count else { return text }
+            return String(unsafeUninitializedCapacity: count) { writePercentEncoded(bytes, into: $0) }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
+    /// How many bytes ``writePercentEncoded(_:into:)`` writes for `bytes`: three for each
+    /// byte that is not unreserved, one for the others.
+    public static func percentEncodedCount(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var count = bytes.count
+        for byte in bytes where !isUnreserved(byte) { count += 2 }
+        return count
+    }
+
+    /// Writes `bytes` percent-encoded (as ``percentEncoded(_:)``) at the start of `output`,
+    /// which has room for at least ``percentEncodedCount(_:)`` bytes; returns how many it
+    /// wrote. For callers that build a path around the encoded bytes in one allocation.
+    public static func writePercentEncoded(_ bytes: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var written = 0
+        for byte in bytes {
+            if isUnreserved(byte) {
+                output[written] = byte
+                written += 1
+            } else {
+                output[written] = UInt8(ascii: "%")
+                output[written + 1] = upperHexDigit(byte >> 4)
+                output[written + 2] = upperHexDigit(byte & 0xF)
+                written += 3
+            }
+        }
+        return written
+    }
+
+    private static func upperHexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
+    }
+
+    /// RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`), as bits of two masks: one
+    /// shift and test per byte, for ids that are encoded on every upstream call.
     private static func isUnreserved(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-            UInt8(ascii: "~"):
-            true
-        default:
-            false
+        case 0..<64: (unreservedBelow64 >> UInt64(byte)) & 1 == 1
+        case 64..<128: (unreservedFrom64 >> UInt64(byte - 64)) & 1 == 1
+        default: false
         }
     }
+
+    /// `-` (45), `.` (46), `0`–`9` (48–57).
+    private static let unreservedBelow64: UInt64 = 0x03FF_6000_0000_0000
+    /// `A`–`Z` (65–90), `_` (95), `a`–`z` (97–122), `~` (126).
+    private static let unreservedFrom64: UInt64 = 0x47FF_FFFE_87FF_FFFE
 }
