@@ -1,4 +1,4 @@
-import Libevent
+@testable import Libevent
 import Testing
 
 @Suite("Routing and URL pieces")
@@ -32,6 +32,45 @@ struct RoutingTests {
         if case .notFound = router.match(.get, path: "/nope") {} else { Issue.record("/nope should be 404") }
         if case .notFound = router.match(.get, path: "/groups/extra/segments") {} else { Issue.record("longer path should be 404") }
         if case .notFound = router.match(.post, path: "/streams/%zz/triggers/x") {} else { Issue.record("bad escape should be 404") }
+    }
+
+    @Test("an earlier route wins; a literal segment is matched after decoding")
+    func orderAndDecodedLiterals() {
+        var router = router
+        router.add(.get, "/groups/{id}", .reload)
+        router.add(.get, "/groups/special", .trigger)
+        if case .found(let route, let parameters) = router.match(.get, path: "/groups/special") {
+            #expect(route == .reload)
+            #expect(parameters == ["id": "special"])
+        } else { Issue.record("/groups/special") }
+        if case .found(let route, _) = router.match(.get, path: "/%67roups") { #expect(route == .groups) } else {
+            Issue.record("/%67roups is /groups")
+        }
+    }
+
+    @Test("Vary values merge: names of the second not in the first are appended, compared without case")
+    func varyMerging() {
+        #expect(ServerRequest.mergedVary("Origin", "Accept") == "Origin, Accept")
+        #expect(ServerRequest.mergedVary("Accept", "accept") == "Accept")
+        #expect(ServerRequest.mergedVary("Origin, Accept", "Accept-Encoding") == "Origin, Accept, Accept-Encoding")
+        #expect(ServerRequest.mergedVary("Origin", "accept ,  ORIGIN") == "Origin, accept")
+        #expect(ServerRequest.mergedVary("A^", "a~") == "A^, a~")
+    }
+
+    @Test("every byte but RFC 3986's unreserved ones is percent-encoded, in upper-case hex")
+    func percentEncodingOfEveryByte() {
+        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in UInt8.min...UInt8.max {
+            let expected = unreserved.contains(byte) ? [byte] : [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            let encoded = [byte].withUnsafeBufferPointer { input in
+                [UInt8](unsafeUninitializedCapacity: 3) { output, count in
+                    count = QueryString.writePercentEncoded(input, into: output)
+                }
+            }
+            #expect(encoded == expected, "byte \(byte)")
+            #expect([byte].withUnsafeBufferPointer(QueryString.percentEncodedCount) == expected.count)
+        }
     }
 
     @Test("query strings decode + and %XX; ids encode to exactly one path segment")

@@ -17,42 +17,68 @@ public struct Router<Handler> {
         case notFound
     }
 
-    fileprivate enum Segment: Equatable, Sendable {
-        case literal(String)
-        case parameter(String)
-    }
-
-    fileprivate struct Route {
-        let method: HTTPMethod
-        let segments: [Segment]
-        let handler: Handler
-    }
-
-    private var routes: [Route] = []
+    /// The routes' patterns and, at the same index, their handlers: matching reads only the
+    /// patterns, which do not depend on `Handler`, so it runs as concrete code even where the
+    /// router is used from another module (generic, it cost ~15,000 instructions a request).
+    private var patterns: [RoutePattern] = []
+    private var handlers: [Handler] = []
 
     public init() {}
 
     /// Adds a route; earlier routes win when several match.
     public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: Handler) {
-        let segments = Self.split(pattern).map { part -> Segment in
-            if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
-            return .literal(String(part))
-        }
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        patterns.append(RoutePattern(method: method, pattern: pattern))
+        handlers.append(handler)
     }
 
     /// The route for `method` and the percent-encoded `path`.
     public func match(_ method: HTTPMethod, path: String) -> Match {
-        let parts = Self.split(path).map { QueryString.percentDecoded(String($0)) }
-        guard !parts.contains(where: { $0 == nil }) else { return .notFound }
-        let decoded = parts.map { $0! }
+        switch RoutePattern.match(method, path: path, in: patterns) {
+        case .found(let index, let parameters): .found(handlers[index], parameters: parameters)
+        case .methodNotAllowed(let allowed): .methodNotAllowed(allowed)
+        case .notFound: .notFound
+        }
+    }
+}
+
+/// One route's method and pattern (`/streams/{id}/triggers/{name}`), split into segments.
+private struct RoutePattern {
+    enum Segment {
+        case literal(String)
+        case parameter(String)
+    }
+
+    enum Match {
+        case found(index: Int, parameters: [String: String])
+        case methodNotAllowed([HTTPMethod])
+        case notFound
+    }
+
+    let method: HTTPMethod
+    let segments: [Segment]
+
+    init(method: HTTPMethod, pattern: String) {
+        self.method = method
+        segments = Self.split(pattern).map { part in
+            if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
+            return .literal(String(part))
+        }
+    }
+
+    /// The first of `patterns` that matches `method` and the percent-encoded `path`; its
+    /// parameters are collected only once it is found.
+    static func match(_ method: HTTPMethod, path: String, in patterns: [RoutePattern]) -> Match {
+        var parts: [String] = []
+        for part in split(path) {
+            guard let decoded = QueryString.percentDecoded(String(part)) else { return .notFound }
+            parts.append(decoded)
+        }
         var allowed: [HTTPMethod] = []
-        for route in routes {
-            guard let parameters = Self.parameters(of: route.segments, in: decoded) else { continue }
-            if route.method == method || (method == .head && route.method == .get) {
-                return .found(route.handler, parameters: parameters)
+        for (index, pattern) in patterns.enumerated() where pattern.matches(parts) {
+            if pattern.method == method || (method == .head && pattern.method == .get) {
+                return .found(index: index, parameters: pattern.parameters(in: parts))
             }
-            if !allowed.contains(route.method) { allowed.append(route.method) }
+            if !allowed.contains(pattern.method) { allowed.append(pattern.method) }
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
     }
@@ -61,18 +87,21 @@ public struct Router<Handler> {
         path.split(separator: "/", omittingEmptySubsequences: true)
     }
 
-    private static func parameters(of segments: [Segment], in parts: [String]) -> [String: String]? {
-        guard segments.count == parts.count else { return nil }
+    private func matches(_ parts: [String]) -> Bool {
+        guard segments.count == parts.count else { return false }
+        for (segment, part) in zip(segments, parts) {
+            if case .literal(let literal) = segment, literal != part { return false }
+        }
+        return true
+    }
+
+    private func parameters(in parts: [String]) -> [String: String] {
         var parameters: [String: String] = [:]
         for (segment, part) in zip(segments, parts) {
-            switch segment {
-            case .literal(let literal): guard literal == part else { return nil }
-            case .parameter(let name): parameters[name] = part
-            }
+            if case .parameter(let name) = segment { parameters[name] = part }
         }
         return parameters
     }
 }
 
 extension Router: Sendable where Handler: Sendable {}
-extension Router.Route: Sendable where Handler: Sendable {}

@@ -203,12 +203,33 @@ public final class ServerRequest {
     private func setHeader(_ name: String, _ value: String, in output: UnsafeMutablePointer<evkeyvalq>?) {
         var value = value
         if name.utf8.count == 4, name.lowercased() == "vary", let existing = evhttp_find_header(output, name).map({ String(cString: $0) }) {
-            let names = Self.varyNames(in: existing)
-            let added = Self.varyNames(in: value)
-                .filter { name in !names.contains { $0.lowercased() == name.lowercased() } }
-            value = (names + added).joined(separator: ", ")
+            value = Self.mergedVary(existing, value)
         }
         HeaderList.add(name, value, to: output, replacing: true)
+    }
+
+    /// `existing`'s names, then those of `added` it lacks (names compare case-insensitively).
+    static func mergedVary(_ existing: String, _ added: String) -> String {
+        // Most answers merge one bare name into another (`Accept` and `Origin`): compared
+        // in place, without the arrays of the general case (~6,000 instructions a request).
+        if Self.isBareName(existing) && Self.isBareName(added) {
+            return Self.equalsIgnoringCase(existing, added) ? existing : existing + ", " + added
+        }
+        let names = Self.varyNames(in: existing)
+        let new = Self.varyNames(in: added).filter { name in !names.contains { Self.equalsIgnoringCase($0, name) } }
+        return (names + new).joined(separator: ", ")
+    }
+
+    private static func isBareName(_ value: String) -> Bool {
+        !value.isEmpty && !value.utf8.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+    }
+
+    private static func equalsIgnoringCase(_ a: String, _ b: String) -> Bool {
+        a.utf8.elementsEqual(b.utf8) { lowercased($0) == lowercased($1) }
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
     }
 
     /// The names of a `Vary` value, spaces and tabs removed: `"Origin, Accept-Encoding"` is
