@@ -1,4 +1,4 @@
-import Libevent
+@testable import Libevent
 import OpenCombine
 import Testing
 import TributaryTesting
@@ -113,6 +113,42 @@ struct UpstreamClientTests {
         #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[1] != nil })
         #expect(failureKind(harness.outcomes.value[1]) == .timeout)
         #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.first?.closedByClient == true })
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("deadlines of different lengths each pass on time, never early: the shorter first though it started later")
+    func deadlinesOfDifferentLengths() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .hang }
+        let base = try BaseURL(upstream.baseURL)
+        let harness = try await Harness()
+        let clock = ContinuousClock()
+        let started = clock.now
+        _ = try await harness.start(1, UpstreamRequest(base: base, path: "/long", timeout: .seconds(2)))
+        _ = try await harness.start(2, UpstreamRequest(base: base, path: "/short", timeout: .milliseconds(100)))
+        #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[2] != nil })
+        #expect(failureKind(harness.outcomes.value[2]) == .timeout)
+        #expect(harness.outcomes.value[1] == nil, "the longer deadline has not passed yet")
+        #expect(await harness.outcomes.wait(timeout: .seconds(10)) { $0[1] != nil })
+        #expect(clock.now - started >= .seconds(2))
+        #expect(failureKind(harness.outcomes.value[1]) == .timeout)
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("calls that end leave the deadline line at once, even behind a call that hangs")
+    func endedCallsLeaveTheDeadlineLine() async throws {
+        let upstream = try await ScriptedUpstream.start { request in request.path == "/hang" ? .hang : .json("{}") }
+        let base = try BaseURL(upstream.baseURL)
+        let harness = try await Harness()
+        let hanging = try await harness.start(0, UpstreamRequest(base: base, path: "/hang", timeout: .seconds(60)))
+        for id in 1...300 { _ = try await harness.start(id, UpstreamRequest(base: base, path: "/quick")) }
+        #expect(await harness.outcomes.wait(timeout: .seconds(20)) { $0.count == 300 })
+        let client = harness.client
+        // The hanging call and at most the 32 ended calls a line keeps before compacting.
+        #expect(try await harness.thread.run { _ in client.value.deadlines.entryCount } <= 1 + 32)
+        try await harness.thread.run { _ in hanging.value.cancel() }
+        #expect(try await harness.thread.run { _ in client.value.deadlines.entryCount } == 0)
         await harness.stop()
         await upstream.shutdown()
     }

@@ -34,8 +34,10 @@ final class ConnectionPool {
     private var waitingHead = 0
     /// Calls in the line that still wait (the rest of it are withdrawn slots).
     private var queuedCount = 0
-    /// Calls on a connection now.
-    private var active: [ObjectIdentifier: UpstreamCall] = [:]
+    /// Calls on a connection now, each knowing its place (``UpstreamCall/activeIndex``): an
+    /// array with swap-removal instead of a dictionary saves a hash insertion and removal
+    /// per call.
+    private var active: [UpstreamCall] = []
     /// The connections all pools of this origin may hold together.
     private let budget: ConnectionBudget
     private var member: ConnectionBudget.Member!
@@ -108,7 +110,7 @@ final class ConnectionPool {
     /// Takes back a connection after `call` ended; a connection that cannot be reused
     /// is freed on a later loop turn (this may run inside its own libevent callback).
     func checkIn(_ connection: any UpstreamConnection, from call: UpstreamCall, reusable: Bool) {
-        active[ObjectIdentifier(call)] = nil
+        removeActive(call)
         if budget.isContended { publishDemand() }
         if reusable && connection.isReusable && openCount <= capacity && !budget.isOverLimit && !owesConnection(keeping: true) {
             idle.append(connection)
@@ -225,13 +227,26 @@ final class ConnectionPool {
     }
 
     private func dispatch(_ call: UpstreamCall, on connection: any UpstreamConnection) {
-        active[ObjectIdentifier(call)] = call
+        call.activeIndex = active.count
+        active.append(call)
         call.dispatch(on: connection)
+    }
+
+    /// Takes `call` out of ``active`` (the last call moves into its place); once only.
+    private func removeActive(_ call: UpstreamCall) {
+        let index = call.activeIndex
+        guard active.indices.contains(index), active[index] === call else { return }
+        call.activeIndex = -1
+        let last = active.removeLast()
+        if index < active.count {
+            active[index] = last
+            last.activeIndex = index
+        }
     }
 
     /// Cancels every call, queued or on a connection (the client is going away).
     func cancelAll() {
-        let calls = Array(waiting[waitingHead...]) + Array(active.values)
+        let calls = Array(waiting[waitingHead...]) + active
         for call in calls { call.cancel() }
         waiting.removeAll()
         waitingHead = 0

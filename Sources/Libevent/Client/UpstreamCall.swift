@@ -23,12 +23,19 @@ public final class UpstreamCall {
     private var completion: ((Result<UpstreamResponse, UpstreamError>) -> Void)?
     private unowned let pool: ConnectionPool
     private var state = State.queued
-    private var deadline: LoopTimer?
+    /// The client's deadlines, while the call is in one of their lines (until it ends or its
+    /// deadline passes).
+    private var deadlines: CallDeadlines?
+    /// When the deadline passes: ``UpstreamRequest/timeout`` after the call was made.
+    let due: ContinuousClock.Instant
     /// Whether the call already went again after losing a reused connection.
     private var wentAgain = false
+    /// Where the pool keeps the call while it is on a connection (-1: not there).
+    var activeIndex = -1
 
     init(request: UpstreamRequest, pool: ConnectionPool, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void) {
         self.request = request
+        due = .now + request.timeout
         self.pool = pool
         self.completion = completion
     }
@@ -45,16 +52,21 @@ public final class UpstreamCall {
     }
 
     /// Starts the deadline and joins the pool's line.
-    func start(loop: EventLoop) {
-        let deadline = LoopTimer(loop: loop) { [unowned self] in
-            // Held strongly while ending: `stop` may release the last other reference.
-            let call = self
-            call.stop()
-            call.deliver(.failure(call.error(.timeout, "no response within \(call.request.timeout)")))
-        }
-        deadline.schedule(after: request.timeout)
-        self.deadline = deadline
+    func start(deadlines: CallDeadlines) {
+        self.deadlines = deadlines
+        deadlines.start(self)
         pool.enqueue(self)
+    }
+
+    /// Called by ``CallDeadlines`` once ``UpstreamRequest/timeout`` has passed (the call is
+    /// out of its line then): the call fails with a timeout.
+    func deadlinePassed() {
+        deadlines = nil
+        // Held strongly while ending: `stop` may release the last other reference.
+        withExtendedLifetime(self) {
+            stop()
+            deliver(.failure(error(.timeout, "no response within \(request.timeout)")))
+        }
     }
 
     /// Fails the call before it reached a connection (the pool's line is full); the caller
@@ -131,8 +143,10 @@ public final class UpstreamCall {
 
     private func finish() {
         state = .finished
-        deadline?.cancel()
-        deadline = nil
+        if let deadlines {
+            self.deadlines = nil
+            deadlines.ended(self)
+        }
     }
 
     private func deliver(_ result: Result<UpstreamResponse, UpstreamError>) {

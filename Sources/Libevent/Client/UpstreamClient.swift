@@ -51,22 +51,28 @@ public final class UpstreamClient {
     public let loop: EventLoop
     public let configuration: Configuration
     private var pools: [BaseURL.Origin: ConnectionPool] = [:]
+    /// The pool the last call went to (one of `pools`).
+    private var lastPool: ConnectionPool?
     private var limits: [BaseURL.Origin: (capacity: Int, maxQueue: Int)] = [:]
     private lazy var systemTLS: TLSContext? = try? TLSContext.client()
     /// An asynchronous DNS resolver, made on first use of a host name.
     private lazy var resolver: AddressResolver? = try? AddressResolver(loop: loop)
+    /// Every call's deadline, one timer per distinct timeout.
+    let deadlines: CallDeadlines
     /// What this loop's plain-HTTP connections receive into.
     private let receiveBuffer = SocketConnection.ReceiveBuffer()
 
     public init(loop: EventLoop, configuration: Configuration = Configuration()) {
         self.loop = loop
         self.configuration = configuration
+        deadlines = CallDeadlines(loop: loop)
     }
 
     deinit {
         // Calls in flight hold their connections; cancel them so everything is freed, then
         // free the connections before the resolver they may refer to.
         for pool in pools.values { pool.cancelAll() }
+        lastPool = nil
         pools.removeAll()
     }
 
@@ -86,7 +92,7 @@ public final class UpstreamClient {
         _ request: UpstreamRequest, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void
     ) -> UpstreamCall {
         let call = UpstreamCall(request: request, pool: pool(for: request.base.origin), completion: completion)
-        call.start(loop: loop)
+        call.start(deadlines: deadlines)
         return call
     }
 
@@ -107,6 +113,15 @@ public final class UpstreamClient {
     }
 
     private func pool(for origin: BaseURL.Origin) -> ConnectionPool {
+        // Calls come in runs to one origin (a list's detail calls): the last pool answers
+        // them without hashing the origin's host name (~600 instructions a call).
+        if let lastPool, lastPool.origin == origin { return lastPool }
+        let pool = lookUpPool(for: origin)
+        lastPool = pool
+        return pool
+    }
+
+    private func lookUpPool(for origin: BaseURL.Origin) -> ConnectionPool {
         if let pool = pools[origin] { return pool }
         let limit = limits[origin] ?? (configuration.defaultPoolCapacity, configuration.defaultMaxQueue)
         let pool = ConnectionPool(
