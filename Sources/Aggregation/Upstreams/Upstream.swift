@@ -111,7 +111,8 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
     private var attempt = 0
     private var call: UpstreamCall?
     private var backoff: LoopTimer?
-    private var attemptStarted = ContinuousClock.now
+    /// When the call in flight started (its ``UpstreamCall/startedAt``: one clock read per call).
+    private var attemptStarted: ContinuousClock.Instant?
     /// The breaker's ticket for the call in flight, to report its outcome with.
     private var ticket: CircuitBreaker.Ticket?
 
@@ -158,10 +159,9 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
         let request = UpstreamRequest(
             base: upstream.base, path: path, headers: headers,
             timeout: upstream.policy.timeout, maxResponseBytes: upstream.policy.maxResponseBytes)
-        attemptStarted = .now
         call = upstream.client.execute(request) { [self] result in
             call = nil
-            upstream.metrics.latency.recordInterval(since: attemptStarted)
+            if let attemptStarted { upstream.metrics.latency.recordInterval(since: attemptStarted) }
             switch result {
             case .success(let response):
                 report(response.status >= 500 ? .failure : .success)
@@ -171,6 +171,7 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
                 failed(ResourceError(error, upstream: upstream.name, path: path), retryable: error.isRetryable)
             }
         }
+        attemptStarted = call?.startedAt
     }
 
     /// Tells the breaker how the call in flight ended (once).

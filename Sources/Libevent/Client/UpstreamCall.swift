@@ -26,6 +26,8 @@ public final class UpstreamCall {
     /// The client's deadlines, while the call is in one of their lines (until it ends or its
     /// deadline passes).
     private var deadlines: CallDeadlines?
+    /// When the call was made (its latency counts from there).
+    public let startedAt: ContinuousClock.Instant
     /// When the deadline passes: ``UpstreamRequest/timeout`` after the call was made.
     let due: ContinuousClock.Instant
     /// Whether the call already went again after losing a reused connection.
@@ -35,7 +37,8 @@ public final class UpstreamCall {
 
     init(request: UpstreamRequest, pool: ConnectionPool, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void) {
         self.request = request
-        due = .now + request.timeout
+        startedAt = .now
+        due = startedAt + request.timeout
         self.pool = pool
         self.completion = completion
     }
