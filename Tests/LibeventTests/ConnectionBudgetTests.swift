@@ -63,6 +63,38 @@ struct ConnectionBudgetTests {
         await upstream.shutdown()
     }
 
+    @Test("an idle connection one loop owes a starving loop moves there, socket and all: the upstream sees no new connection")
+    func lentConnectionsMoveBetweenLoops() async throws {
+        let upstream = try await Self.upstream()
+        let base = try BaseURL(upstream.baseURL)
+        let (a, b) = try await Self.pair(poolSize: 2)
+        // The first loop opens the whole budget, two connections, and keeps them idle.
+        let (aClient, aOutcomes) = (a.client, a.outcomes)
+        try await a.thread.run { _ in
+            for id in 0..<2 {
+                aClient.value.execute(UpstreamRequest(base: base, path: "/a/\(id)")) { outcome in aOutcomes.update { $0[id] = outcome } }
+            }
+        }
+        #expect(await a.outcomes.wait(timeout: .seconds(5)) { $0.count == 2 })
+        let opened = Set(upstream.requests.map(\.clientPort))
+        #expect(opened.count == 2)
+        // The second loop starves; the first lends it both.
+        let (bClient, bOutcomes) = (b.client, b.outcomes)
+        try await b.thread.run { _ in
+            for id in 0..<6 {
+                bClient.value.execute(UpstreamRequest(base: base, path: "/b/\(id)")) { outcome in bOutcomes.update { $0[id] = outcome } }
+            }
+        }
+        #expect(await b.outcomes.wait(timeout: .seconds(10)) { $0.count == 6 })
+        for outcome in b.outcomes.value.values { #expect(try outcome.get().status == 200) }
+        #expect(Set(upstream.requests.map(\.clientPort)) == opened, "the second loop's calls went over the first loop's connections")
+        #expect(try await a.thread.run { _ in aClient.value.connectionCount(for: base) } == 0)
+        #expect(try await b.thread.run { _ in bClient.value.connectionCount(for: base) } == 2)
+        await a.stop()
+        await b.stop()
+        await upstream.shutdown()
+    }
+
     @Test("a loop that gets busy while another holds the whole budget gets a share soon, not after the other is done")
     func busyLoopsShare() async throws {
         let upstream = try await Self.upstream()

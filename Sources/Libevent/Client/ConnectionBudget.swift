@@ -36,7 +36,10 @@ public final class ConnectionBudgets: Sendable {
 ///   Its share is the limit in proportion to its demand (calls waiting or on a connection)
 ///   among all the pools' demands, which the pools publish only while one of them starves (or
 ///   when theirs drops to none);
-/// - every connection given back wakes the starving pools on their loops to take it.
+/// - every connection given back wakes the starving pools on their loops to take it; an idle
+///   plain-HTTP connection goes itself, socket and place in the budget together, to a starving
+///   pool on its loop (``ConnectionPool``'s lending), which goes on using it: no TCP handshake
+///   there and close here for a connection that was fine.
 ///
 /// So a lone busy worker gets the whole limit, and busy workers share it as their calls do:
 /// a call waits about as long whichever worker it is on, as with one pool for the process.
@@ -128,6 +131,14 @@ final class ConnectionBudget: Sendable {
         guard starvingCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
         for member in members.withLock({ $0 }) where member.isStarving.load(ordering: .relaxed) {
             member.loop.execute { member.pool?.budgetFreed() }
+        }
+    }
+
+    /// A starving pool other than `member`'s, to lend a connection to (nil when none starves).
+    func starvingMember(besides member: Member) -> Member? {
+        guard starvingCount.load(ordering: .relaxed) > 0 else { return nil }
+        return members.withLock { members in
+            members.first { $0 !== member && $0.isStarving.load(ordering: .relaxed) }
         }
     }
 

@@ -77,6 +77,23 @@ final class SocketConnection: UpstreamConnection {
         self.limits = limits
     }
 
+    /// A connection over a socket another loop's pool lent (``UpstreamConnection/detachSocket()``):
+    /// open and idle, its earlier answers all read. Closed at once if its event cannot be made.
+    convenience init(
+        adopting lent: LentSocket, loop: EventLoop, origin: BaseURL.Origin, resolver: AddressResolver?,
+        receiveBuffer: ReceiveBuffer, limits: UpstreamClient.Configuration
+    ) {
+        self.init(loop: loop, origin: origin, resolver: resolver, receiveBuffer: receiveBuffer, limits: limits)
+        socket = lent.descriptor
+        idleSince = lent.idleSince
+        guard makeEvents() else {
+            close()
+            return
+        }
+        phase = .open
+        event_add(readEvent, nil)
+    }
+
     deinit {
         close()
         if let readEvent { event_free(readEvent) }
@@ -142,16 +159,7 @@ final class SocketConnection: UpstreamConnection {
         }
         var noDelay: Int32 = 1
         setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        readEvent = event_new(loop.base, socket, Int16(EV_READ | EV_PERSIST), { _, _, context in
-            let connection = Unmanaged<SocketConnection>.fromOpaque(context!).takeUnretainedValue()
-            withExtendedLifetime(connection) { connection.readable() }
-        }, context)
-        writeEvent = event_new(loop.base, socket, Int16(EV_WRITE), { _, _, context in
-            let connection = Unmanaged<SocketConnection>.fromOpaque(context!).takeUnretainedValue()
-            withExtendedLifetime(connection) { connection.writable() }
-        }, context)
-        guard readEvent != nil, writeEvent != nil else {
+        guard makeEvents() else {
             fail(.connectionFailed, "event_new failed (out of memory)")
             return
         }
@@ -165,6 +173,20 @@ final class SocketConnection: UpstreamConnection {
         } else {
             fail(.connectionFailed, "connect: \(Self.systemError())")
         }
+    }
+
+    /// The socket's read and write events on this loop; false when libevent could not make them.
+    private func makeEvents() -> Bool {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        readEvent = event_new(loop.base, socket, Int16(EV_READ | EV_PERSIST), { _, _, context in
+            let connection = Unmanaged<SocketConnection>.fromOpaque(context!).takeUnretainedValue()
+            withExtendedLifetime(connection) { connection.readable() }
+        }, context)
+        writeEvent = event_new(loop.base, socket, Int16(EV_WRITE), { _, _, context in
+            let connection = Unmanaged<SocketConnection>.fromOpaque(context!).takeUnretainedValue()
+            withExtendedLifetime(connection) { connection.writable() }
+        }, context)
+        return readEvent != nil && writeEvent != nil
     }
 
     private func connected() {
@@ -318,6 +340,17 @@ final class SocketConnection: UpstreamConnection {
         } else {
             loop.deferred { call.failed(kind, detail) }
         }
+    }
+
+    func detachSocket() -> LentSocket? {
+        guard call == nil, case .open = phase, socket >= 0 else { return nil }
+        if let readEvent { event_del(readEvent) }
+        if let writeEvent { event_del(writeEvent) }
+        inactivity?.cancel()
+        let lent = LentSocket(descriptor: socket, idleSince: idleSince)
+        socket = -1
+        phase = .closed
+        return lent
     }
 
     /// Closes the socket (the upstream sees it); the events are freed in `deinit`.

@@ -131,6 +131,11 @@ public final class UpstreamClient {
         return pool
     }
 
+    /// A connection over a socket to `origin` that another loop's pool lent this one.
+    func adoptConnection(_ lent: LentSocket, to origin: BaseURL.Origin) -> any UpstreamConnection {
+        SocketConnection(adopting: lent, loop: loop, origin: origin, resolver: nil, receiveBuffer: receiveBuffer, limits: configuration)
+    }
+
     func makeConnection(to origin: BaseURL.Origin) -> (any UpstreamConnection)? {
         let resolver = origin.host.isIPAddressLiteral ? nil : self.resolver
         guard origin.isTLS else {

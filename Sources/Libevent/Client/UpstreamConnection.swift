@@ -18,4 +18,18 @@ protocol UpstreamConnection: AnyObject {
     /// Whether it can carry another request: connected or able to reconnect, with nothing
     /// left over from the last answer.
     var isReusable: Bool { get }
+
+    /// Takes the socket of an idle, open connection out of it, for another loop's pool to
+    /// adopt (``ConnectionPool``'s lending): its events leave this loop, and the connection is
+    /// closed without closing the socket. Nil when it cannot be handed over (busy, not open,
+    /// or not a plain socket).
+    func detachSocket() -> LentSocket?
+}
+
+/// An open, idle upstream socket on its way from one loop's pool to another's, with its place
+/// in the ``ConnectionBudget``.
+struct LentSocket: Sendable {
+    let descriptor: Int32
+    /// When its last answer ended (see ``SocketConnection``'s idle limit).
+    let idleSince: ContinuousClock.Instant?
 }
