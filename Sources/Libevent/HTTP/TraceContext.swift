@@ -73,7 +73,7 @@ public struct TraceContext: Sendable, Equatable {
             buffer[1] = UInt8(ascii: "0")
             _ = UnsafeMutableBufferPointer(rebasing: buffer[3..<35]).initialize(from: traceID.utf8)
             for index in 0..<16 {
-                buffer[36 + index] = Self.hexDigits[Int((span >> (60 - 4 * UInt64(index))) & 0xf)]
+                buffer[36 + index] = Self.lowercaseHexDigit(span >> (60 - 4 * UInt64(index)))
             }
             _ = UnsafeMutableBufferPointer(rebasing: buffer[53..<55]).initialize(from: flags.utf8)
             return 55
@@ -119,13 +119,18 @@ public struct TraceContext: Sendable, Equatable {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    /// The lowercase hex digit of `value`'s low four bits (computed: a table of digits cost a
+    /// global's access and a bounds check per digit, 16 per upstream call).
+    private static func lowercaseHexDigit(_ value: UInt64) -> UInt8 {
+        let nibble = UInt8(truncatingIfNeeded: value & 0xf)
+        return nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+    }
 
     /// 16 lowercase hex digits, leading zeros kept.
     private static func hex(_ value: UInt64) -> String {
         String(unsafeUninitializedCapacity: 16) { buffer in
             for index in 0..<16 {
-                buffer[index] = hexDigits[Int((value >> (60 - 4 * UInt64(index))) & 0xf)]
+                buffer[index] = lowercaseHexDigit(value >> (60 - 4 * UInt64(index)))
             }
             return 16
         }
