@@ -40,6 +40,7 @@ public enum JSON: Sendable, Equatable {
 
     /// The member named `key` of an object (the first, if repeated), else nil.
     public subscript(key: String) -> JSON? {
+        if case .raw(let raw) = self { return raw.member(named: key) }
         guard let members = objectValue else { return nil }
         return members.first { $0.key == key }?.value
     }
@@ -75,48 +76,4 @@ public enum JSON: Sendable, Equatable {
 
     /// A number given as an integer.
     public static func integer(_ value: some BinaryInteger) -> JSON { .number(String(value)) }
-}
-
-/// An object's JSON text that needs no serializing, and its members: see ``JSON/raw(_:)``.
-///
-/// The text is a range of an upstream's body (no copy) or of a splice of such texts, and must
-/// be byte for byte what ``JSON/write(to:)`` writes for ``value``: compact, no escapes other
-/// than the serializer's own. The parser keeps only texts that are (an object with whitespace
-/// or an escape inside stays a plain ``JSON/object(_:)``, serialized as before).
-///
-/// Stored as the whole buffer and two offsets rather than an `ArraySlice`, and the members as
-/// their array rather than a `JSON`, so the enum case needs no box of its own and `JSON` stays
-/// small: every kept object would otherwise cost an allocation.
-public struct RawJSON: Sendable {
-    private let source: [UInt8]
-    private let start: UInt32
-    private let end: UInt32
-    /// The members, when the text's maker had them; nil for a splice, whose members are read
-    /// from its text if anyone asks (an answer only writes the text).
-    private let parsedMembers: [(key: String, value: JSON)]?
-
-    /// The object whose text is `source[range]`; `members` must be what that text parses to.
-    /// Nil when the range does not fit the compact offsets (bodies over 4 GiB).
-    init?(source: [UInt8], range: Range<Int>, members: [(key: String, value: JSON)]?) {
-        guard let start = UInt32(exactly: range.lowerBound), let end = UInt32(exactly: range.upperBound) else { return nil }
-        self.source = source
-        self.start = start
-        self.end = end
-        parsedMembers = members
-    }
-
-    /// The object whose text is `text`, which must be an object written as the serializer
-    /// writes it (a splice of kept texts); its members are parsed from it when asked for.
-    public init?(splicedText text: [UInt8]) {
-        self.init(source: text, range: 0..<text.count, members: nil)
-    }
-
-    public var text: ArraySlice<UInt8> { source[Int(start)..<Int(end)] }
-
-    public var members: [(key: String, value: JSON)] {
-        if let parsedMembers { return parsedMembers }
-        return (try? JSON(parsing: text))?.objectValue ?? []
-    }
-
-    public var value: JSON { .object(members) }
 }

@@ -7,6 +7,8 @@ extension JSON {
     /// `bytes` and the object's offsets in it (no copy), so writing the document again copies
     /// that text instead of serializing the object. A pipeline that passes upstream objects through (or splices
     /// them, as ``ListResource/merge(_:details:)`` does) saves most of its serializing.
+    /// Such an object's members are mostly not built at all: ``RawJSON`` reads those asked
+    /// for from its text (see ``CanonicalJSONScanner``).
     public init(parsing bytes: [UInt8], keepingObjectText: Bool) throws(JSONParseError) {
         guard keepingObjectText else {
             self = try JSON(parsing: bytes)
@@ -61,11 +63,35 @@ struct JSONParser {
         source = nil
     }
 
+    /// Where the next object may be scanned (``CanonicalJSONScanner``) and kept as text alone,
+    /// its members read from the text when asked: objects from here on. After a scan fails at
+    /// some byte (an irregularity or an error), only objects starting past it are scanned, so
+    /// no byte is in two scans, and objects around it are parsed in full as before: text that
+    /// nests a failure deep cannot make every enclosing object scan its prefix again (a
+    /// document costs at most one scan and one full parse).
+    /// `Int.max` when objects do not keep their text (or their offsets would not fit).
+    private var scansObjectsFrom = Int.max
+
+    /// Whether `bytes` is known to be canonical already (a ``RawJSON``'s text being read):
+    /// each object is then kept as its text, its end found by ``CanonicalTextReader``
+    /// without checking it again.
+    private var textIsCanonical = false
+
     /// A parser whose objects keep their text when it is canonical: `bytes` must point into
     /// `source`.
     init(_ bytes: UnsafeBufferPointer<UInt8>, keepingObjectTextOf source: [UInt8]) {
         self.bytes = bytes
         self.source = source
+        if UInt32(exactly: bytes.count) != nil { scansObjectsFrom = 0 }
+    }
+
+    /// A parser for the value or members at `position` in the text of a ``RawJSON``, which
+    /// is canonical: `bytes` must point into `source`. Its objects are kept as text.
+    init(_ bytes: UnsafeBufferPointer<UInt8>, readingCanonicalTextOf source: [UInt8], at position: Int) {
+        self.bytes = bytes
+        self.source = source
+        self.position = position
+        textIsCanonical = true
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSON {
@@ -105,7 +131,7 @@ struct JSONParser {
         return value
     }
 
-    private mutating func parseValue() throws(JSONParseError) -> JSON {
+    mutating func parseValue() throws(JSONParseError) -> JSON {
         guard let byte = current else { throw error("unexpected end of input") }
         switch byte {
         case UInt8(ascii: "{"): return try parseObject()
@@ -126,7 +152,31 @@ struct JSONParser {
 
     private mutating func parseObject() throws(JSONParseError) -> JSON {
         let start = position
+        if textIsCanonical, let source {
+            var reader = CanonicalTextReader(bytes, at: start)
+            reader.skipValue()
+            if let raw = RawJSON(source: source, range: start..<reader.position, members: nil) {
+                position = reader.position
+                return .raw(raw)
+            }
+        }
+        if start >= scansObjectsFrom, let source {
+            var scanner = CanonicalJSONScanner(bytes, at: start, depth: depth)
+            if scanner.skipObject(), let raw = RawJSON(source: source, range: start..<scanner.position, members: nil) {
+                position = scanner.position
+                return .raw(raw)
+            }
+            // Irregular or malformed: parsed in full below (which reports any error as before).
+            scansObjectsFrom = scanner.position + 1
+        }
         let irregularitiesBefore = irregularities
+        let members = try parseMembers()
+        return object(members, from: start, irregularitiesBefore: irregularitiesBefore)
+    }
+
+    /// The members of the object at `position` (its `{`), each parsed in full; the objects
+    /// inside are kept as text when they can be.
+    mutating func parseMembers() throws(JSONParseError) -> [(key: String, value: JSON)] {
         try enter()
         position += 1
         var members: [(key: String, value: JSON)] = []
@@ -134,7 +184,7 @@ struct JSONParser {
         if current == UInt8(ascii: "}") {
             position += 1
             depth -= 1
-            return object(members, from: start, irregularitiesBefore: irregularitiesBefore)
+            return members
         }
         // Room for the few members most objects have: growing from empty allocates at 1, 2
         // and 4 members.
@@ -154,7 +204,7 @@ struct JSONParser {
             case UInt8(ascii: "}"):
                 position += 1
                 depth -= 1
-                return object(members, from: start, irregularitiesBefore: irregularitiesBefore)
+                return members
             default: throw error("expected ',' or '}'")
             }
         }

@@ -104,6 +104,12 @@ public struct ListResource {
     /// detail member is dropped, the merged text is the two texts spliced, `{item…,detail…}`:
     /// the answer then copies it instead of serializing every member again.
     public static func merge(_ item: JSON, details: JSON) -> JSON? {
+        // Texts kept without their members (as fetches parse them) are compared by name in
+        // place: building both objects' members only to compare names cost more than the rest.
+        if case .raw(let itemText) = item, case .raw(let detailText) = details,
+           itemText.sharesMemberName(with: detailText) == false {
+            return spliced(itemText, detailText)
+        }
         guard let members = item.objectValue, let extra = details.objectValue else { return nil }
         // An item has a few members: scanning them beats hashing every key into a set, which
         // cost an array, a set and a hash per key for every item of every answer.
