@@ -125,45 +125,15 @@ struct CanonicalJSONScanner {
     private mutating func skipString() -> Bool {
         position += 1
         while true {
-            // Eight bytes at a time up to the first that needs a look (most of a document's
-            // strings are plain ASCII): one load and a few arithmetic checks instead of eight
-            // compares each.
-            while position + 8 <= bytes.count {
-                let word = UInt64(littleEndian: UnsafeRawPointer(bytes.baseAddress!).loadUnaligned(fromByteOffset: position, as: UInt64.self))
-                let special = Self.specialBytes(word)
-                position += special.trailingZeroBitCount / 8
-                if special != 0 { break }
-            }
+            position = JSONStringBytes.endOfPlainText(in: bytes, from: position)
             guard position < bytes.count else { return false }
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 position += 1
                 return true
             }
-            if byte == UInt8(ascii: "\\") || byte < 0x20 { return false }
-            if byte < 0x80 {
-                position += 1
-            } else {
-                guard skipMultiByteCharacter() else { return false }
-            }
+            guard byte >= 0x80, skipMultiByteCharacter() else { return false }
         }
-    }
-
-    /// The bytes of `word` (in memory order from the low byte) that are `"`, `\`, a control
-    /// character (< 0x20) or non-ASCII (≥ 0x80), each as its top bit (`0x80`); 0 when none is.
-    /// Exact up to the lowest flagged byte (above it a byte may be flagged falsely), which is
-    /// all the caller reads. The classic SWAR tests: `x - 0x01…` borrows into a byte's top
-    /// bit when that byte of `x` is 0 (or, with `0x20…`, below 0x20), and `& ~x` drops bytes
-    /// whose own top bit was set.
-    static func specialBytes(_ word: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
-        let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
-        let special = (quote &- ones) & ~quote
-            | (backslash &- ones) & ~backslash
-            | (word &- ones &* 0x20) & ~word
-            | word
-        return special & 0x8080_8080_8080_8080
     }
 
     /// Skips one UTF-8 encoded character of two to four bytes, validating it as the standard

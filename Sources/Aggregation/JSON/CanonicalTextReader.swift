@@ -81,25 +81,9 @@ struct CanonicalTextReader {
         }
     }
 
-    /// Steps over a string's bytes after its opening quote, and its closing quote: eight bytes
-    /// at a time up to the first `"` (``CanonicalJSONScanner/specialBytes(_:)``'s test, for
-    /// the quote alone).
+    /// Steps over a string's bytes after its opening quote, and its closing quote.
     private mutating func skipStringBody() {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        while position + 8 <= bytes.count {
-            let word = UInt64(littleEndian: UnsafeRawPointer(bytes.baseAddress!).loadUnaligned(fromByteOffset: position, as: UInt64.self))
-            let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
-            let found = (quote &- ones) & ~quote & 0x8080_8080_8080_8080
-            position += found.trailingZeroBitCount / 8
-            if found != 0 {
-                position += 1
-                return
-            }
-        }
-        while position < bytes.count {
-            let byte = bytes[position]
-            position += 1
-            if byte == UInt8(ascii: "\"") { return }
-        }
+        position = JSONStringBytes.nextQuote(in: bytes, from: position)
+        if position < bytes.count { position += 1 }
     }
 }

@@ -228,6 +228,8 @@ struct JSONParser {
             depth -= 1
             return .array(elements)
         }
+        // As for members: growing from empty allocates at 1, 2, 4 and 8 elements.
+        elements.reserveCapacity(4)
         while true {
             skipWhitespace()
             elements.append(try parseValue())
@@ -250,7 +252,9 @@ struct JSONParser {
         // `String(validating:as:)`, whose generic code looks up type metadata on every call
         // (most member names and ids are ASCII; the rest is validated as before).
         var nonASCII: UInt8 = 0
-        while position < bytes.count {
+        while true {
+            position = JSONStringBytes.endOfPlainText(in: bytes, from: position)
+            guard position < bytes.count else { break }
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])

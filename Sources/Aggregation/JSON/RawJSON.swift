@@ -66,26 +66,34 @@ public struct RawJSON: Sendable {
 
     /// Whether `other` has a member named as one of this object's; nil unless both read their
     /// members from their text and this object has at most 16. Compared in place, without
-    /// building any member: each of this object's names against each of `other`'s, so the
-    /// work is at most 16 readings of `other`'s text.
+    /// building any member: this object's names are noted (on the stack), then each of
+    /// `other`'s is compared with them, so each text is read once.
     func sharesMemberName(with other: RawJSON) -> Bool? {
         guard parsedMembers == nil, other.parsedMembers == nil else { return nil }
         return source.withUnsafeBufferPointer { buffer -> Bool? in
             other.source.withUnsafeBufferPointer { otherBuffer -> Bool? in
-                var reader = CanonicalTextReader(buffer, at: Int(start) + 1)
-                if reader.isAt(UInt8(ascii: "}")) { return false }
-                var count = 0
-                repeat {
-                    count += 1
-                    guard count <= 16, let name = reader.memberName() else { return nil }
-                    switch other.memberValueStart(named: UnsafeBufferPointer(rebasing: buffer[name]), in: otherBuffer) {
-                    case .some(.some): return true
-                    case .some(.none): break
-                    case .none: return nil
+                withUnsafeTemporaryAllocation(of: MemberName.self, capacity: 16) { names -> Bool? in
+                    var count = 0
+                    var reader = CanonicalTextReader(buffer, at: Int(start) + 1)
+                    if !reader.isAt(UInt8(ascii: "}")) {
+                        repeat {
+                            guard count < names.count, let name = reader.memberName() else { return nil }
+                            names.initializeElement(at: count, to: MemberName(UnsafeBufferPointer(rebasing: buffer[name])))
+                            count += 1
+                            reader.skipValue()
+                        } while reader.isAt(UInt8(ascii: ","))
+                        guard reader.isAt(UInt8(ascii: "}")) else { return nil }
                     }
-                    reader.skipValue()
-                } while reader.isAt(UInt8(ascii: ","))
-                return reader.isAt(UInt8(ascii: "}")) ? false : nil
+                    var otherReader = CanonicalTextReader(otherBuffer, at: Int(other.start) + 1)
+                    if otherReader.isAt(UInt8(ascii: "}")) { return false }
+                    repeat {
+                        guard let name = otherReader.memberName() else { return nil }
+                        let otherName = MemberName(UnsafeBufferPointer(rebasing: otherBuffer[name]))
+                        for index in 0..<count where names[index] == otherName { return true }
+                        otherReader.skipValue()
+                    } while otherReader.isAt(UInt8(ascii: ","))
+                    return otherReader.isAt(UInt8(ascii: "}")) ? false : nil
+                }
             }
         }
     }
@@ -103,7 +111,7 @@ public struct RawJSON: Sendable {
         var key = key
         return key.withUTF8 { keyBytes -> Lookup in
             source.withUnsafeBufferPointer { buffer -> Lookup in
-                switch memberValueStart(named: keyBytes, in: buffer) {
+                switch memberValueStart(named: MemberName(keyBytes), in: buffer) {
                 case .some(.some(let valueStart)):
                     var parser = JSONParser(buffer, readingCanonicalTextOf: source, at: valueStart)
                     guard let value = try? parser.parseValue() else { return .unreadable }
@@ -118,32 +126,38 @@ public struct RawJSON: Sendable {
     /// Where the value of the first member named `name` starts in `buffer` (this object's
     /// ``source``): `.some(nil)` when there is no such member, nil when the text cannot be
     /// read so.
-    private func memberValueStart(named name: UnsafeBufferPointer<UInt8>, in buffer: UnsafeBufferPointer<UInt8>) -> Int?? {
+    private func memberValueStart(named name: MemberName, in buffer: UnsafeBufferPointer<UInt8>) -> Int?? {
         var reader = CanonicalTextReader(buffer, at: Int(start) + 1)
         if reader.isAt(UInt8(ascii: "}")) { return .some(nil) }
         repeat {
             guard let candidate = reader.memberName() else { return nil }
-            if Self.name(UnsafeBufferPointer(rebasing: buffer[candidate]), equals: name) { return reader.position }
+            if MemberName(UnsafeBufferPointer(rebasing: buffer[candidate])) == name { return reader.position }
             reader.skipValue()
         } while reader.isAt(UInt8(ascii: ","))
         return reader.isAt(UInt8(ascii: "}")) ? .some(nil) : nil
     }
 
-    /// Whether two member names (valid UTF-8 without escapes) are equal as `String`s are:
+    /// A member name's UTF-8 bytes (valid, without escapes), compared as `String`s compare:
     /// ASCII names byte for byte, others as strings, whose equality is Unicode's canonical
     /// equivalence (U+212A KELVIN SIGN equals `K`).
-    private static func name(_ a: UnsafeBufferPointer<UInt8>, equals b: UnsafeBufferPointer<UInt8>) -> Bool {
-        if isASCII(a), isASCII(b) {
-            guard a.count == b.count else { return false }
-            for index in 0..<a.count where a[index] != b[index] { return false }
-            return true
-        }
-        return String(decoding: a, as: UTF8.self) == String(decoding: b, as: UTF8.self)
-    }
+    private struct MemberName: Equatable {
+        let bytes: UnsafeBufferPointer<UInt8>
+        let isASCII: Bool
 
-    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        var union: UInt8 = 0
-        for byte in bytes { union |= byte }
-        return union < 0x80
+        init(_ bytes: UnsafeBufferPointer<UInt8>) {
+            self.bytes = bytes
+            var union: UInt8 = 0
+            for byte in bytes { union |= byte }
+            isASCII = union < 0x80
+        }
+
+        static func == (a: MemberName, b: MemberName) -> Bool {
+            if a.isASCII, b.isASCII {
+                guard a.bytes.count == b.bytes.count else { return false }
+                for index in 0..<a.bytes.count where a.bytes[index] != b.bytes[index] { return false }
+                return true
+            }
+            return String(decoding: a.bytes, as: UTF8.self) == String(decoding: b.bytes, as: UTF8.self)
+        }
     }
 }
