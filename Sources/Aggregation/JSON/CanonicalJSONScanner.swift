@@ -8,7 +8,7 @@
 /// request's parsing. The parser asks this scanner first; when the scan succeeds the object
 /// is kept as text alone, and ``RawJSON`` reads members from it on demand.
 ///
-/// The scanner accepts a subset of what ``JSONParser`` accepts, never more: it answers nil
+/// The scanner accepts a subset of what ``JSONParser`` accepts, never more: it answers false
 /// for anything irregular *or* invalid, and the parser then parses that object in full, so
 /// malformed text is refused by the parser's own checks with its own errors and offsets.
 /// Every check here (string bytes, UTF-8, number grammar, literals, nesting depth) mirrors
