@@ -284,10 +284,13 @@ struct ListResourceTests {
         let fixture = TaskGroupsFixture(count: 5)
         let upstream = try await ScriptedUpstream.start { request in request.path == "/groups" ? fixture.reply(to: request)! : .hang }
         let harness = try await Harness()
-        let subscription = try await harness.start(Self.definition(), upstream: upstream.baseURL)
-        #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.count == 6 })
+        // A deadline far beyond the waits: on a loaded machine the detail calls must not end
+        // by timing out before the cancel (the snapshot would then finish with them marked).
+        let subscription = try await harness.start(
+            Self.definition(), upstream: upstream.baseURL, policy: .init(timeout: .seconds(60), retries: 0))
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.count == 6 })
         try await harness.thread.run { _ in subscription.value.cancel() }
-        #expect(await upstream.records.wait(timeout: .seconds(2)) { records in
+        #expect(await upstream.records.wait(timeout: .seconds(5)) { records in
             records.filter { $0.path != "/groups" }.allSatisfy(\.closedByClient)
         })
         #expect(harness.outcome.value == nil)

@@ -13,9 +13,22 @@ public enum FuzzChecks {
     /// document, byte for byte stable, on one line; merging an item with its details keeps
     /// the item's members first and adds only the missing ones. Parsed keeping the objects'
     /// text, the document is equal and writes the same bytes, and so does a merge (spliced
-    /// texts must be what serializing the merged tree would write).
+    /// texts must be what serializing the merged tree would write). A document refused is
+    /// refused the same way, at the same byte, whether object text is kept or not (keeping it
+    /// checks objects with a scanner of its own before the parser's full parse).
     public static func json(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard let document = try? JSON(parsing: bytes) else { return }
+        let document: JSON
+        do {
+            document = try JSON(parsing: bytes)
+        } catch {
+            do {
+                _ = try JSON(parsing: Array(bytes), keepingObjectText: true)
+                preconditionFailure("keeping text accepted a document the parser refuses (\(error))")
+            } catch let keptError {
+                precondition(keptError == error, "keeping text refused differently: \(keptError), not \(error)")
+            }
+            return
+        }
         let text = document.serialized
         guard let reparsed = try? JSON(parsing: text) else { preconditionFailure("our own JSON does not parse: \(text)") }
         precondition(reparsed == document, "serializing changed the document")
