@@ -151,6 +151,66 @@ struct HTTPResponseParserTests {
         #expect(failure.kind == kind, "\(failure.detail)")
     }
 
+    /// The header-line rule as RFC 9112 words it, byte by byte: the line up to its LF without
+    /// one CR before it; a colon after a name of token bytes; a value, trimmed, without a
+    /// control byte other than a tab.
+    static func headerLineIsValid(_ line: [UInt8]) -> Bool {
+        var line = line
+        if line.last == UInt8(ascii: "\r") { line.removeLast() }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+              line[..<colon].allSatisfy(WireSyntaxTests.tchars.contains) else { return false }
+        return !line[(colon + 1)...].contains(where: WireSyntaxTests.isForbiddenInValue)
+    }
+
+    @Test("each of the 256 bytes, anywhere in a header line, is accepted or refused as the plain rule says")
+    func headerLineBytes() {
+        let line = Array("X-Name: some value, then more\r".utf8)
+        for position in [0, 1, 5, 6, 7, 8, 14, 15, 16, 28, 29] {
+            // LF alone splits the line in two, so it is another test's matter.
+            for byte in UInt8.min...UInt8.max where byte != UInt8(ascii: "\n") {
+                var bytes = line
+                bytes[position] = byte
+                let response = Array("HTTP/1.1 200 OK\r\n".utf8) + bytes + Array("\nContent-Length: 0\r\n\r\n".utf8)
+                let accepted: Bool
+                switch Self.parse(String(decoding: response, as: UTF8.self)) {
+                case .success(let parsed): accepted = parsed.status == 200
+                case .failure(let failure): accepted = false; #expect(failure.kind == .invalidResponse)
+                }
+                // The String round trip repairs a lone byte over 0x7F: the rule judges what was fed.
+                let fed = Array(String(decoding: response, as: UTF8.self).utf8)
+                let fedLine = Array(fed[17..<(fed.count - 22)])
+                if accepted != Self.headerLineIsValid(fedLine) {
+                    Issue.record("byte \(byte) at \(position): \(accepted ? "accepted" : "refused") \(fedLine)")
+                }
+            }
+        }
+    }
+
+    @Test("a header line is refused for a CR inside it, a control byte after the first word of its value, or no line end before the head's")
+    func headerLineEdges() {
+        let refused = [
+            "HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX: a\r\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX: 0123456789abcdef\u{7F}\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX: 0123456789abcdef\t\u{0}\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX:\u{1B}\r\n\r\n",
+            "HTTP/1.1 200 OK\r\n: empty name\r\n\r\n",
+            "HTTP/1.1 200 OK\u{1}\r\n\r\n",
+        ]
+        for response in refused {
+            guard case .failure(let failure) = Self.parse(response) else {
+                Issue.record("accepted: \(response.debugDescription)")
+                continue
+            }
+            #expect(failure.kind == .invalidResponse, "\(response.debugDescription)")
+        }
+        let tabs = "HTTP/1.1 200 OK\r\nX:\t\ta\tb\t0123456789\t\r\nContent-Length: 0\r\n\r\n"
+        #expect(Self.parse(tabs) == .success(Parsed(status: 200, body: "", keepsAlive: true, end: tabs.utf8.count)))
+        var parser = HTTPResponseParser(limits: Self.limits, keepsHeaders: true, expectsBody: true)
+        _ = Array(tabs.utf8).withUnsafeBytes { parser.feed($0) }
+        #expect(parser.headers.first?.value == "a\tb\t0123456789")
+    }
+
     @Test("a chunk-size line is bounded: a longer one fails before its end arrives")
     func boundedChunkSizeLine() {
         var parser = HTTPResponseParser(limits: Self.limits, keepsHeaders: false, expectsBody: true)

@@ -155,8 +155,39 @@ package struct HTTPResponseParser {
 
     // MARK: - Head
 
-    /// Scans for the empty line that ends the head; parses the head once it is whole.
+    /// What ``parseHead(_:)`` made of the bytes it was given.
+    private enum HeadReading {
+        /// A head ended there (its empty line included) and was taken in.
+        case taken(end: Int)
+        /// The bytes up to the first empty line are not a well-formed head, or hold none.
+        case malformed(String)
+        /// A whole, well-formed head that fails the response (a protocol switch, a body
+        /// announced past the limit).
+        case refused(Outcome)
+    }
+
+    /// Reads a head: where it starts a read and comes whole in it (most answers' heads do),
+    /// parsed where it lies; otherwise scanned for the empty line that ends it, across reads,
+    /// and parsed once it is whole.
+    ///
+    /// The first way saves a pass over every head (the scan for its end) but decides nothing
+    /// on its own: it takes only a whole, well-formed head within the head limit, which the
+    /// second way would take the same, and leaves anything else (a head cut by the read's end,
+    /// too long, malformed) to the second way, so each answer has the same outcome either way.
     private mutating func readHead(_ input: UnsafeRawBufferPointer, from index: inout Int) -> Outcome? {
+        if lineBytesSeen == 0 && partial.isEmpty {
+            let window = UnsafeRawBufferPointer(rebasing: input[index..<index + min(input.count - index, limits.maxHeadBytes)])
+            switch parseHead(window) {
+            case .taken(let end):
+                index += end
+                return headTaken(at: index)
+            case .refused(let outcome):
+                return outcome
+            case .malformed:
+                status = 0
+                headers = []
+            }
+        }
         let start = index
         let (found, failure) = scanWithinHeadLimit(input, from: &index, "response head")
         if let failure { return failure }
@@ -165,16 +196,24 @@ package struct HTTPResponseParser {
             partial.append(contentsOf: piece)
             return nil
         }
-        let refusal: Outcome?
+        let reading: HeadReading
         if partial.isEmpty {
-            refusal = parseHead(piece)
+            reading = parseHead(piece)
         } else {
             partial.append(contentsOf: piece)
             let head = partial
-            refusal = head.withUnsafeBytes { parseHead($0) }
+            reading = head.withUnsafeBytes { parseHead($0) }
             partial = []
         }
-        if let refusal { return refusal }
+        switch reading {
+        case .taken: return headTaken(at: index)
+        case .refused(let outcome): return outcome
+        case .malformed(let detail): return fail(.invalidResponse, detail)
+        }
+    }
+
+    /// A head was taken in, ending before `index`: the answer is complete when it has no body.
+    private mutating func headTaken(at index: Int) -> Outcome? {
         lineBytesSeen = 0
         if case .ended = phase { return .complete(consumed: index) }
         return nil
@@ -212,24 +251,28 @@ package struct HTTPResponseParser {
         return false
     }
 
-    /// Parses a whole head (ending with its empty line) and decides how the body is framed.
-    private mutating func parseHead(_ head: UnsafeRawBufferPointer) -> Outcome? {
-        var lines = Lines(head)
-        guard let statusLine = lines.next(), let parsedStatus = Self.parseStatusLine(statusLine) else {
-            return fail(.invalidResponse, "malformed status line")
+    /// Parses a head from the start of `head` up to its first empty line, and decides how the
+    /// body is framed. Until the head is whole and well-formed it changes nothing but
+    /// ``status`` and ``headers``.
+    private mutating func parseHead(_ head: UnsafeRawBufferPointer) -> HeadReading {
+        let statusLineEnd = HTTPSyntax.firstIndex(of: Self.lf, in: head) ?? head.count
+        guard let parsedStatus = Self.parseStatusLine(Self.withoutCR(UnsafeRawBufferPointer(rebasing: head[..<statusLineEnd]))) else {
+            return .malformed("malformed status line")
         }
         status = parsedStatus.status
         var keepsAlive = parsedStatus.minorVersion >= 1
         var contentLength: Int?
         var transferEncoding: UnsafeRawBufferPointer?
         headers = []
-        while let line = lines.next(), !line.isEmpty {
-            guard let (name, value) = Self.parseHeaderLine(line) else {
-                return fail(.invalidResponse, "malformed header line")
+        var lineStart = statusLineEnd + 1
+        while !Self.isEmptyLine(head, at: lineStart) {
+            guard let (name, value, nextLine) = Self.parseHeaderLine(head, at: lineStart) else {
+                return .malformed("malformed header line")
             }
+            lineStart = nextLine
             if HTTPSyntax.equalsIgnoringCase(name, "content-length") {
                 guard let length = Self.parseDecimal(value), contentLength == nil || contentLength == length else {
-                    return fail(.invalidResponse, "invalid Content-Length")
+                    return .malformed("invalid Content-Length")
                 }
                 contentLength = length
             } else if HTTPSyntax.equalsIgnoringCase(name, "transfer-encoding") {
@@ -245,14 +288,15 @@ package struct HTTPResponseParser {
                 headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
             }
         }
+        let end = lineStart + (head[lineStart] == Self.lf ? 1 : 2)
         switch status {
         case 101:
-            return fail(.invalidResponse, "an unrequested protocol switch (101)")
+            return .refused(fail(.invalidResponse, "an unrequested protocol switch (101)"))
         case 100...199:
             // Interim answer: the final one follows.
             status = 0
             headers = []
-            return nil
+            return .taken(end: end)
         default: break
         }
         self.keepsAlive = keepsAlive
@@ -271,7 +315,7 @@ package struct HTTPResponseParser {
                 self.keepsAlive = false
             }
         } else if let contentLength {
-            if let failure = admitBody(contentLength) { return failure }
+            if let failure = admitBody(contentLength) { return .refused(failure) }
             // Room for what is announced, up to a first read's worth: a length alone does not
             // reserve megabytes per connection before a byte of the body has come.
             body.reserveCapacity(min(contentLength, 64 * 1024))
@@ -280,7 +324,7 @@ package struct HTTPResponseParser {
             phase = .bodyUntilClose
             self.keepsAlive = false
         }
-        return nil
+        return .taken(end: end)
     }
 
     /// `HTTP/1.x SSS[ reason]`: the minor version and status, or nil.
@@ -292,22 +336,43 @@ package struct HTTPResponseParser {
               isDigit(line[9]), isDigit(line[10]), isDigit(line[11])
         else { return nil }
         let status = Int(line[9] - zero) * 100 + Int(line[10] - zero) * 10 + Int(line[11] - zero)
-        guard status >= 100 else { return nil }
-        for index in 12..<line.count where HTTPSyntax.isForbiddenInValue(line[index]) { return nil }
+        guard status >= 100, HTTPSyntax.firstForbiddenInValue(line, from: 12) == line.count else { return nil }
         return (Int(line[7] - zero), status)
     }
 
-    /// `name: value`, the value without surrounding whitespace; nil for a folded line, a name
-    /// that is not a token (whitespace before the colon included) or a control byte in the value.
-    private static func parseHeaderLine(_ line: UnsafeRawBufferPointer) -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer)? {
-        guard let colon = HTTPSyntax.firstIndex(of: colonByte, in: line), colon > 0 else { return nil }
-        for index in 0..<colon where !HTTPSyntax.isTokenByte(line[index]) { return nil }
-        var start = colon + 1
-        var end = line.count
-        while start < end, line[start] == space || line[start] == tab { start += 1 }
-        while end > start, line[end - 1] == space || line[end - 1] == tab { end -= 1 }
-        for index in start..<end where HTTPSyntax.isForbiddenInValue(line[index]) { return nil }
-        return (UnsafeRawBufferPointer(rebasing: line[..<colon]), UnsafeRawBufferPointer(rebasing: line[start..<end]))
+    /// The header line that starts at `start` of a whole head: `name: value`, the value without
+    /// surrounding whitespace, and where the next line starts; nil for a folded line, a name
+    /// that is not a token (whitespace before the colon included), a control byte in the value
+    /// or a CR that does not end the line.
+    ///
+    /// One pass over the line: the name's bytes up to the first that is not a token byte,
+    /// which must be the colon; then the value's up to the first control byte other than a tab
+    /// (eight bytes at a time), which must be the line's end, LF or CR LF. Every header of
+    /// every upstream answer goes through here.
+    @inline(__always)
+    private static func parseHeaderLine(_ head: UnsafeRawBufferPointer, at start: Int) -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer, next: Int)? {
+        let colon = HTTPSyntax.endOfToken(in: head, from: start)
+        guard colon > start, colon < head.count, head[colon] == colonByte else { return nil }
+        let valueStop = HTTPSyntax.firstForbiddenInValue(head, from: colon + 1)
+        let next: Int
+        if valueStop < head.count, head[valueStop] == lf {
+            next = valueStop + 1
+        } else if valueStop + 1 < head.count, head[valueStop] == cr, head[valueStop + 1] == lf {
+            next = valueStop + 2
+        } else {
+            return nil
+        }
+        var valueStart = colon + 1
+        var valueEnd = valueStop
+        while valueStart < valueEnd, head[valueStart] == space || head[valueStart] == tab { valueStart += 1 }
+        while valueEnd > valueStart, head[valueEnd - 1] == space || head[valueEnd - 1] == tab { valueEnd -= 1 }
+        return (UnsafeRawBufferPointer(rebasing: head[start..<colon]), UnsafeRawBufferPointer(rebasing: head[valueStart..<valueEnd]), next)
+    }
+
+    /// Whether the line at `start` is empty (LF or CR LF alone): the end of the head.
+    private static func isEmptyLine(_ head: UnsafeRawBufferPointer, at start: Int) -> Bool {
+        guard start < head.count else { return false }
+        return head[start] == lf || (head[start] == cr && start + 1 < head.count && head[start + 1] == lf)
     }
 
     // MARK: - Chunked body
@@ -388,22 +453,10 @@ package struct HTTPResponseParser {
         return .failed(kind, detail)
     }
 
-    /// The lines of a head, each without its LF and one CR before it.
-    private struct Lines {
-        let bytes: UnsafeRawBufferPointer
-        var position = 0
-
-        init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
-
-        mutating func next() -> UnsafeRawBufferPointer? {
-            guard position < bytes.count else { return nil }
-            let start = position
-            position = HTTPSyntax.firstIndex(of: HTTPResponseParser.lf, in: bytes, from: position) ?? bytes.count
-            var end = position
-            position += 1
-            if end > start && bytes[end - 1] == HTTPResponseParser.cr { end -= 1 }
-            return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
-        }
+    /// A line without the one CR that may end it (its LF already left out).
+    private static func withoutCR(_ line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        guard let last = line.last, last == cr else { return line }
+        return UnsafeRawBufferPointer(rebasing: line.dropLast())
     }
 
     /// 1 to 18 decimal digits (what fits an `Int`), nothing else.

@@ -1,0 +1,109 @@
+@testable import Libevent
+import Testing
+
+/// The byte checks of the upstream wire code (``HTTPSyntax``, ``RequestHead``) against the
+/// rules written out plainly, byte by byte: the bit table and the word-at-a-time scans must
+/// accept and refuse exactly what those rules do, wherever a byte sits in a word.
+@Suite("Wire syntax: fast byte checks agree with the plain rules")
+struct WireSyntaxTests {
+    /// RFC 9110 §5.6.2's `tchar`, spelled out.
+    static let tchars = Set(Array("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8))
+
+    static func isForbiddenInValue(_ byte: UInt8) -> Bool { (byte < 0x20 && byte != 0x09) || byte == 0x7F }
+
+    @Test("a token byte is exactly a tchar, for each of the 256 bytes")
+    func tokenBytes() {
+        for byte in UInt8.min...UInt8.max {
+            #expect(HTTPSyntax.isTokenByte(byte) == Self.tchars.contains(byte), "byte \(byte)")
+        }
+        let name = Array("X-Name!".utf8) + [0x80] + Array("rest".utf8)
+        #expect(name.withUnsafeBytes { HTTPSyntax.endOfToken(in: $0, from: 0) } == 7)
+        #expect(name.withUnsafeBytes { HTTPSyntax.endOfToken(in: $0, from: 8) } == name.count)
+    }
+
+    /// Every byte value at every position of buffers up to three words long, over fillers that
+    /// are allowed but near the edges (a tab, 0x20, 0x7E, 0x80, 0xFF), from several starts.
+    @Test("the first byte forbidden in a value is found wherever it sits, and only it", arguments: [0x61, 0x09, 0x20, 0x7E, 0x80, 0xFF] as [UInt8])
+    func forbiddenInValue(filler: UInt8) {
+        for length in [1, 7, 8, 9, 15, 16, 17, 24] {
+            for position in 0..<length {
+                for byte in UInt8.min...UInt8.max {
+                    var bytes = [UInt8](repeating: filler, count: length)
+                    bytes[position] = byte
+                    for start in [0, 1, 5] where start <= length {
+                        let expected = (start..<length).first { Self.isForbiddenInValue(bytes[$0]) } ?? length
+                        let found = bytes.withUnsafeBytes { HTTPSyntax.firstForbiddenInValue($0, from: start) }
+                        if found != expected {
+                            Issue.record("filler \(filler), byte \(byte) at \(position) of \(length), from \(start): \(found), not \(expected)")
+                            return
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("a word's lowest marked byte is its first control byte; a word without one has no mark")
+    func controlByteMarks() {
+        var generator = SystemRandomNumberGenerator()
+        // Bytes drawn mostly from the edges, where a borrow or a masked high bit could mislead.
+        let interesting: [UInt8] = [0x00, 0x01, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x21, 0x7E, 0x7F, 0x80, 0x81, 0x9F, 0xA0, 0xFE, 0xFF]
+        for _ in 0..<200_000 {
+            let bytes = (0..<8).map { _ in
+                Bool.random(using: &generator) ? interesting.randomElement(using: &generator)! : UInt8.random(in: 0...255, using: &generator)
+            }
+            let word = bytes.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+            let first = bytes.firstIndex { $0 < 0x20 || $0 == 0x7F }
+            let marks = HTTPSyntax.controlBytes(in: word)
+            if (marks == 0 ? nil : marks.trailingZeroBitCount / 8) != first {
+                Issue.record("bytes \(bytes): marks \(String(marks, radix: 16)), first control byte at \(first.map(String.init) ?? "none")")
+                return
+            }
+        }
+    }
+
+    // MARK: - The request head
+
+    static func head(headers: [(String, String)], method: HTTPMethod = .get, body: [UInt8] = []) throws -> String {
+        let request = UpstreamRequest(base: try BaseURL("http://upstream.test:8080/api"), method: method, path: "/items?x=1", headers: headers, body: body)
+        var bytes: [UInt8] = []
+        RequestHead.write(request, hostHeader: request.base.origin.hostHeader, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test("the request head is written whole: request line, Host, headers in order, Content-Length, body")
+    func requestHead() throws {
+        #expect(try Self.head(headers: [("Accept", "application/json"), ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")])
+            == "GET /api/items?x=1 HTTP/1.1\r\nHost: upstream.test:8080\r\nAccept: application/json\r\n"
+            + "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n\r\n")
+        #expect(try Self.head(headers: [("X-Long", String(repeating: "v", count: 5000))], method: .post, body: Array("{}".utf8))
+            == "POST /api/items?x=1 HTTP/1.1\r\nHost: upstream.test:8080\r\nX-Long: \(String(repeating: "v", count: 5000))\r\n"
+            + "Content-Length: 2\r\n\r\n{}")
+        #expect(try Self.head(headers: [], method: .put) == "PUT /api/items?x=1 HTTP/1.1\r\nHost: upstream.test:8080\r\nContent-Length: 0\r\n\r\n")
+        #expect(try Self.head(headers: [("host", "evil"), ("Content-Length", "9"), ("TRANSFER-ENCODING", "chunked"), ("", "x"), ("X-Ok", "")])
+            == "GET /api/items?x=1 HTTP/1.1\r\nHost: upstream.test:8080\r\nX-Ok: \r\n\r\n")
+    }
+
+    @Test("a header is sent or left out by the byte rule, for each of the 256 bytes in its name and in its value")
+    func requestHeaderBytes() throws {
+        for byte in UInt8.min...UInt8.max {
+            for position in [0, 3, 7, 8, 12] {
+                var name = Array("X-Header-Name".utf8)
+                name[position] = byte
+                var value = Array("some value, long".utf8)
+                value[position] = byte
+                let nameText = String(decoding: name, as: UTF8.self)
+                let valueText = String(decoding: value, as: UTF8.self)
+                // As Strings: a byte over 0x7F is not valid UTF-8 alone and is repaired, so the
+                // rule is checked on the bytes the String really holds.
+                let nameSent = !nameText.utf8.isEmpty && nameText.utf8.allSatisfy(Self.tchars.contains)
+                let valueSent = !valueText.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
+                let withName = try Self.head(headers: [(nameText, "v"), ("X-After", "1")])
+                #expect(withName.contains("\(nameText): v\r\n") == nameSent, "name byte \(byte) at \(position)")
+                let withValue = try Self.head(headers: [("X-Value", valueText), ("X-After", "1")])
+                #expect(withValue.contains("X-Value: \(valueText)\r\n") == valueSent, "value byte \(byte) at \(position)")
+                #expect(withName.hasSuffix("X-After: 1\r\n\r\n") && withValue.hasSuffix("X-After: 1\r\n\r\n"))
+            }
+        }
+    }
+}
