@@ -6,58 +6,119 @@
 /// that is not a token) is left out, never sent: its bytes would otherwise start a header (or
 /// a request) of their own. So are a caller's `Host`, `Content-Length` and
 /// `Transfer-Encoding`: the request's framing is the client's, written once.
+///
+/// Every upstream call writes one, so the head is assembled in a scratch buffer on the stack,
+/// measured first (a string's UTF-8 count costs nothing) and copied into through a pointer,
+/// then appended to `bytes` at once: appending it piece by piece, each append checking the
+/// array's uniqueness and capacity, cost more than the bytes.
 enum RequestHead {
     static func write(_ request: UpstreamRequest, hostHeader: String, into bytes: inout [UInt8]) {
-        append(request.method.rawValue, to: &bytes)
-        bytes.append(UInt8(ascii: " "))
-        append(request.base.path, to: &bytes)
-        append(request.path, to: &bytes)
-        append(" HTTP/1.1\r\nHost: ", to: &bytes)
-        append(hostHeader, to: &bytes)
-        append("\r\n", to: &bytes)
+        let hasContentLength = !request.body.isEmpty || request.method == .post || request.method == .put || request.method == .patch
+        let contentLength = hasContentLength ? String(request.body.count) : ""
+        // An upper bound: a header left out takes no room in the end.
+        var capacity = request.method.rawValue.utf8.count + 1 + request.base.path.utf8.count + request.path.utf8.count
+            + versionAndHost.utf8CodeUnitCount + hostHeader.utf8.count + 2 + 2
         for (name, value) in request.headers {
-            appendHeader(name, value, to: &bytes)
+            capacity += name.utf8.count + 2 + value.utf8.count + 2
         }
-        if !request.body.isEmpty || request.method == .post || request.method == .put || request.method == .patch {
-            append("Content-Length: ", to: &bytes)
-            append(String(request.body.count), to: &bytes)
-            append("\r\n", to: &bytes)
+        if hasContentLength { capacity += contentLengthName.utf8CodeUnitCount + contentLength.utf8.count + 2 }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { scratch in
+            var writer = Writer(scratch)
+            writer.append(utf8Of: request.method.rawValue)
+            writer.append(UInt8(ascii: " "))
+            writer.append(utf8Of: request.base.path)
+            writer.append(utf8Of: request.path)
+            writer.append(versionAndHost)
+            writer.append(utf8Of: hostHeader)
+            writer.appendLineEnd()
+            for (name, value) in request.headers {
+                withUTF8(of: name) { name in
+                    withUTF8(of: value) { value in
+                        guard isSendable(name: name, value: value) else { return }
+                        writer.append(name)
+                        writer.append(UInt8(ascii: ":"))
+                        writer.append(UInt8(ascii: " "))
+                        writer.append(value)
+                        writer.appendLineEnd()
+                    }
+                }
+            }
+            if hasContentLength {
+                writer.append(contentLengthName)
+                writer.append(utf8Of: contentLength)
+                writer.appendLineEnd()
+            }
+            writer.appendLineEnd()
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
         }
-        append("\r\n", to: &bytes)
-        bytes.append(contentsOf: request.body)
+        if !request.body.isEmpty { bytes.append(contentsOf: request.body) }
     }
 
-    private static func appendHeader(_ name: String, _ value: String, to bytes: inout [UInt8]) {
-        var name = name
-        var value = value
-        name.withUTF8 { name in
-            value.withUTF8 { value in
-                guard !name.isEmpty, name.allSatisfy(HTTPSyntax.isTokenByte), !isFraming(name),
-                      !value.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else { return }
-                bytes.append(contentsOf: name)
-                bytes.append(UInt8(ascii: ":"))
-                bytes.append(UInt8(ascii: " "))
-                bytes.append(contentsOf: value)
-                bytes.append(UInt8(ascii: "\r"))
-                bytes.append(UInt8(ascii: "\n"))
-            }
+    /// Copies bytes into the scratch buffer, in order; a piece that would not fit stops the
+    /// process rather than write past the buffer's end.
+    private struct Writer {
+        let buffer: UnsafeMutableRawBufferPointer
+        private(set) var count = 0
+
+        init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+            self.buffer = UnsafeMutableRawBufferPointer(buffer)
+        }
+
+        @inline(__always)
+        mutating func append(_ bytes: UnsafeRawBufferPointer) {
+            guard !bytes.isEmpty else { return }
+            precondition(bytes.count <= buffer.count - count, "RequestHead measured less room than it writes")
+            UnsafeMutableRawBufferPointer(rebasing: buffer[count..<count + bytes.count]).copyMemory(from: bytes)
+            count += bytes.count
+        }
+
+        @inline(__always)
+        mutating func append(_ byte: UInt8) {
+            precondition(count < buffer.count, "RequestHead measured less room than it writes")
+            buffer[count] = byte
+            count += 1
+        }
+
+        @inline(__always)
+        mutating func appendLineEnd() {
+            append(UInt8(ascii: "\r"))
+            append(UInt8(ascii: "\n"))
+        }
+
+        @inline(__always)
+        mutating func append(utf8Of text: String) {
+            RequestHead.withUTF8(of: text) { append($0) }
+        }
+
+        @inline(__always)
+        mutating func append(_ text: StaticString) {
+            append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
         }
     }
+
+    /// A string's UTF-8 bytes in place when they are contiguous (a native or small string, as
+    /// all are on Linux), else in a copy: without copying the string value itself.
+    @inline(__always)
+    private static func withUTF8(of text: String, _ body: (UnsafeRawBufferPointer) -> Void) {
+        if text.utf8.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) == nil {
+            Array(text.utf8).withUnsafeBytes(body)
+        }
+    }
+
+    /// Whether a caller's header may go on the wire: a token for a name, not one the client
+    /// writes itself, and no CR, LF or NUL in the value.
+    @inline(__always)
+    private static func isSendable(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
+        !name.isEmpty && HTTPSyntax.endOfToken(in: name, from: 0) == name.count && !isFraming(name)
+            && HTTPSyntax.firstControlByte(in: value, from: 0, where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) == value.count
+    }
+
+    private static let versionAndHost: StaticString = " HTTP/1.1\r\nHost: "
+    private static let contentLengthName: StaticString = "Content-Length: "
 
     /// Whether a header name is one of those the client writes itself.
-    private static func isFraming(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        let name = UnsafeRawBufferPointer(name)
-        return HTTPSyntax.equalsIgnoringCase(name, "host") || HTTPSyntax.equalsIgnoringCase(name, "content-length")
+    private static func isFraming(_ name: UnsafeRawBufferPointer) -> Bool {
+        HTTPSyntax.equalsIgnoringCase(name, "host") || HTTPSyntax.equalsIgnoringCase(name, "content-length")
             || HTTPSyntax.equalsIgnoringCase(name, "transfer-encoding")
-    }
-
-    /// A string's UTF-8 bytes, in one copy from its own storage.
-    private static func append(_ text: String, to bytes: inout [UInt8]) {
-        var text = text
-        text.withUTF8 { bytes.append(contentsOf: $0) }
-    }
-
-    private static func append(_ text: StaticString, to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 }
