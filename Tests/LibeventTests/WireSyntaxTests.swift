@@ -21,6 +21,35 @@ struct WireSyntaxTests {
         #expect(name.withUnsafeBytes { HTTPSyntax.endOfToken(in: $0, from: 8) } == name.count)
     }
 
+    /// Every byte value at every position, over fillers of each kind of token byte.
+    @Test("a token ends at its first non-token byte wherever it sits", arguments: Array("aZz09-!".utf8))
+    func tokenEnd(filler: UInt8) {
+        for length in [1, 7, 8, 9, 16, 17, 24] {
+            for position in 0..<length {
+                for byte in UInt8.min...UInt8.max {
+                    var bytes = [UInt8](repeating: filler, count: length)
+                    bytes[position] = byte
+                    for start in [0, 1, 3] where start <= length {
+                        let expected = (start..<length).first { !Self.tchars.contains(bytes[$0]) } ?? length
+                        let found = bytes.withUnsafeBytes { HTTPSyntax.endOfToken(in: $0, from: start) }
+                        if found != expected {
+                            Issue.record("filler \(filler), byte \(byte) at \(position) of \(length), from \(start): \(found), not \(expected)")
+                            return
+                        }
+                    }
+                }
+            }
+        }
+        // Two bytes that differ from the class only in case or in one bit, side by side.
+        for first in UInt8.min...UInt8.max {
+            for second in [UInt8(0x2D), 0x0D, 0x2F, 0x3A, 0x40, 0x5B, 0x60, 0x7B, 0x30, 0x39, 0x41, 0x5A, 0x61, 0x7A, 0xC1, 0xED] {
+                let bytes = [first, second] + Array("abcdef".utf8)
+                let expected = bytes.firstIndex { !Self.tchars.contains($0) } ?? bytes.count
+                #expect(bytes.withUnsafeBytes { HTTPSyntax.endOfToken(in: $0, from: 0) } == expected, "\(first), \(second)")
+            }
+        }
+    }
+
     /// Every byte value at every position of buffers up to three words long, over fillers that
     /// are allowed but near the edges (a tab, 0x20, 0x7E, 0x80, 0xFF), from several starts.
     @Test("the first byte forbidden in a value is found wherever it sits, and only it", arguments: [0x61, 0x09, 0x20, 0x7E, 0x80, 0xFF] as [UInt8])

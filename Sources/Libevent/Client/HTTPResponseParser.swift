@@ -281,7 +281,7 @@ package struct HTTPResponseParser {
             } else if HTTPSyntax.equalsIgnoringCase(name, "connection") {
                 Self.forEachListElement(value) { option in
                     if HTTPSyntax.equalsIgnoringCase(option, "close") { keepsAlive = false }
-                    if HTTPSyntax.equalsIgnoringCase(option, "keep-alive") && parsedStatus.minorVersion == 0 { keepsAlive = true }
+                    if parsedStatus.minorVersion == 0 && HTTPSyntax.equalsIgnoringCase(option, "keep-alive") { keepsAlive = true }
                 }
             }
             if keepsHeaders {
