@@ -50,6 +50,35 @@ struct WireSyntaxTests {
         }
     }
 
+    @Test("a token is compared with a name word by word exactly as byte by byte, whatever token byte sits anywhere in it")
+    func tokenNames() {
+        func check(_ name: StaticString) {
+            let lowercase = Array(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            let uppercase = lowercase.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }
+            for base in [lowercase, uppercase] {
+                for position in 0..<base.count {
+                    for byte in Self.tchars {
+                        var token = base
+                        token[position] = byte
+                        let fast = token.withUnsafeBytes { HTTPSyntax.tokenEqualsIgnoringCase($0, name) }
+                        let plain = token.withUnsafeBytes { HTTPSyntax.equalsIgnoringCase($0, name) }
+                        #expect(fast == plain, "\(String(decoding: token, as: UTF8.self)) vs \(name)")
+                    }
+                }
+                for length in [base.count - 1, base.count + 1] {
+                    let token = Array((base + base).prefix(length))
+                    #expect(!token.withUnsafeBytes { HTTPSyntax.tokenEqualsIgnoringCase($0, name) })
+                }
+            }
+        }
+        check("host")
+        check("connection")
+        check("content-length")
+        check("transfer-encoding")
+        let mixed = Array("CoNtEnT-LeNgTh".utf8)
+        #expect(mixed.withUnsafeBytes { HTTPSyntax.tokenEqualsIgnoringCase($0, "content-length") })
+    }
+
     /// Every byte value at every position of buffers up to three words long, over fillers that
     /// are allowed but near the edges (a tab, 0x20, 0x7E, 0x80, 0xFF), from several starts.
     @Test("the first byte forbidden in a value is found wherever it sits, and only it", arguments: [0x61, 0x09, 0x20, 0x7E, 0x80, 0xFF] as [UInt8])

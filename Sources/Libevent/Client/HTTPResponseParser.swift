@@ -270,15 +270,15 @@ package struct HTTPResponseParser {
                 return .malformed("malformed header line")
             }
             lineStart = nextLine
-            if HTTPSyntax.equalsIgnoringCase(name, "content-length") {
+            if HTTPSyntax.tokenEqualsIgnoringCase(name, "content-length") {
                 guard let length = Self.parseDecimal(value), contentLength == nil || contentLength == length else {
                     return .malformed("invalid Content-Length")
                 }
                 contentLength = length
-            } else if HTTPSyntax.equalsIgnoringCase(name, "transfer-encoding") {
+            } else if HTTPSyntax.tokenEqualsIgnoringCase(name, "transfer-encoding") {
                 // Repeated, the last one's last coding is the final one.
                 transferEncoding = value
-            } else if HTTPSyntax.equalsIgnoringCase(name, "connection") {
+            } else if HTTPSyntax.tokenEqualsIgnoringCase(name, "connection") {
                 Self.forEachListElement(value) { option in
                     if HTTPSyntax.equalsIgnoringCase(option, "close") { keepsAlive = false }
                     if parsedStatus.minorVersion == 0 && HTTPSyntax.equalsIgnoringCase(option, "keep-alive") { keepsAlive = true }

@@ -116,9 +116,9 @@ enum RequestHead {
     private static let versionAndHost: StaticString = " HTTP/1.1\r\nHost: "
     private static let contentLengthName: StaticString = "Content-Length: "
 
-    /// Whether a header name is one of those the client writes itself.
+    /// Whether a header name, a token, is one of those the client writes itself.
     private static func isFraming(_ name: UnsafeRawBufferPointer) -> Bool {
-        HTTPSyntax.equalsIgnoringCase(name, "host") || HTTPSyntax.equalsIgnoringCase(name, "content-length")
-            || HTTPSyntax.equalsIgnoringCase(name, "transfer-encoding")
+        HTTPSyntax.tokenEqualsIgnoringCase(name, "host") || HTTPSyntax.tokenEqualsIgnoringCase(name, "content-length")
+            || HTTPSyntax.tokenEqualsIgnoringCase(name, "transfer-encoding")
     }
 }

@@ -110,6 +110,27 @@ enum HTTPSyntax {
         return true
     }
 
+    /// ``equalsIgnoringCase(_:_:)`` for a `token` already known to hold token bytes only, and
+    /// a `lowercase` of letters and hyphens: eight bytes at a time. ORing 0x20 into a token byte
+    /// gives a lowercase letter only from that letter in either case, and a hyphen only from a
+    /// hyphen (CR, the one other byte it maps onto one, is no token byte). For the names the
+    /// upstream client compares every header's name with.
+    @inline(__always)
+    static func tokenEqualsIgnoringCase(_ token: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
+        let count = lowercase.utf8CodeUnitCount
+        guard token.count == count else { return false }
+        guard count >= 8, let base = token.baseAddress else { return equalsIgnoringCase(token, lowercase) }
+        let expected = UnsafeRawPointer(lowercase.utf8Start)
+        var offset = 0
+        while true {
+            let word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self) | eachByte(0x20)
+            guard word == expected.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else { return false }
+            if offset == count - 8 { return true }
+            // The last word ends with the name, overlapping the one before.
+            offset = min(offset + 8, count - 8)
+        }
+    }
+
     /// The value of a hex digit, or nil.
     @inline(__always)
     static func hexValue(_ byte: UInt8) -> UInt8? {
