@@ -142,6 +142,18 @@ struct WireSyntaxTests {
             == "GET /api/items?x=1 HTTP/1.1\r\nHost: upstream.test:8080\r\nX-Ok: \r\n\r\n")
     }
 
+    /// A head of up to a kilobyte is written in one buffer; a longer one is measured and
+    /// written again: the same bytes either way, around the boundary too.
+    @Test("a head is written the same whatever its length, around the usual buffer's size too")
+    func requestHeadLengths() throws {
+        let prefix = "GET /api/items?x=1 HTTP/1.1\r\nHost: upstream.test:8080\r\n"
+        for length in Array(950...1_050) + [4_096, 70_000] {
+            let value = String(repeating: "v", count: length)
+            let head = try Self.head(headers: [("X-Fill", value), ("X-Left-Out", "a\nb"), ("X-After", "1")])
+            #expect(head == prefix + "X-Fill: \(value)\r\nX-After: 1\r\n\r\n", "value of \(length) bytes")
+        }
+    }
+
     @Test("a header is sent or left out by the byte rule, for each of the 256 bytes in its name and in its value")
     func requestHeaderBytes() throws {
         for byte in UInt8.min...UInt8.max {

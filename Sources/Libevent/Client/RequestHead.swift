@@ -8,57 +8,84 @@
 /// `Transfer-Encoding`: the request's framing is the client's, written once.
 ///
 /// Every upstream call writes one, so the head is assembled in a scratch buffer on the stack,
-/// measured first (a string's UTF-8 count costs nothing) and copied into through a pointer,
-/// then appended to `bytes` at once: appending it piece by piece, each append checking the
-/// array's uniqueness and capacity, cost more than the bytes.
+/// copied into through a pointer, then appended to `bytes` at once: appending it piece by
+/// piece, each append checking the array's uniqueness and capacity, cost more than the bytes.
+/// The buffer is a kilobyte, which most heads fit; a longer head is measured (a string's
+/// UTF-8 count costs nothing) and written again into a buffer of its size.
 enum RequestHead {
+    private static let usualCapacity = 1024
+
     static func write(_ request: UpstreamRequest, hostHeader: String, into bytes: inout [UInt8]) {
-        let hasContentLength = !request.body.isEmpty || request.method == .post || request.method == .put || request.method == .patch
-        let contentLength = hasContentLength ? String(request.body.count) : ""
-        // An upper bound: a header left out takes no room in the end.
+        let written = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: usualCapacity) { scratch in
+            writeHead(request, hostHeader: hostHeader, in: scratch, appendingTo: &bytes)
+        }
+        if !written {
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity(request, hostHeader: hostHeader)) { scratch in
+                let fits = writeHead(request, hostHeader: hostHeader, in: scratch, appendingTo: &bytes)
+                precondition(fits, "RequestHead measured less room than it writes")
+            }
+        }
+        if !request.body.isEmpty { bytes.append(contentsOf: request.body) }
+    }
+
+    /// Writes the head into `scratch` and appends it to `bytes`; false, appending nothing,
+    /// when it does not fit.
+    private static func writeHead(
+        _ request: UpstreamRequest, hostHeader: String, in scratch: UnsafeMutableBufferPointer<UInt8>, appendingTo bytes: inout [UInt8]
+    ) -> Bool {
+        var writer = Writer(scratch)
+        writer.append(utf8Of: request.method.rawValue)
+        writer.append(UInt8(ascii: " "))
+        writer.append(utf8Of: request.base.path)
+        writer.append(utf8Of: request.path)
+        writer.append(versionAndHost)
+        writer.append(utf8Of: hostHeader)
+        writer.appendLineEnd()
+        for (name, value) in request.headers {
+            withUTF8(of: name) { name in
+                withUTF8(of: value) { value in
+                    guard isSendable(name: name, value: value) else { return }
+                    writer.append(name)
+                    writer.append(UInt8(ascii: ":"))
+                    writer.append(UInt8(ascii: " "))
+                    writer.append(value)
+                    writer.appendLineEnd()
+                }
+            }
+        }
+        if hasContentLength(request) {
+            writer.append(contentLengthName)
+            writer.append(utf8Of: String(request.body.count))
+            writer.appendLineEnd()
+        }
+        writer.appendLineEnd()
+        guard !writer.overflowed else { return false }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
+        return true
+    }
+
+    /// Whether the request says how long its body is: when it has one, or its method expects one.
+    private static func hasContentLength(_ request: UpstreamRequest) -> Bool {
+        !request.body.isEmpty || request.method == .post || request.method == .put || request.method == .patch
+    }
+
+    /// Room for the head: an upper bound, as a header left out takes none in the end.
+    private static func capacity(_ request: UpstreamRequest, hostHeader: String) -> Int {
         var capacity = request.method.rawValue.utf8.count + 1 + request.base.path.utf8.count + request.path.utf8.count
             + versionAndHost.utf8CodeUnitCount + hostHeader.utf8.count + 2 + 2
         for (name, value) in request.headers {
             capacity += name.utf8.count + 2 + value.utf8.count + 2
         }
-        if hasContentLength { capacity += contentLengthName.utf8CodeUnitCount + contentLength.utf8.count + 2 }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { scratch in
-            var writer = Writer(scratch)
-            writer.append(utf8Of: request.method.rawValue)
-            writer.append(UInt8(ascii: " "))
-            writer.append(utf8Of: request.base.path)
-            writer.append(utf8Of: request.path)
-            writer.append(versionAndHost)
-            writer.append(utf8Of: hostHeader)
-            writer.appendLineEnd()
-            for (name, value) in request.headers {
-                withUTF8(of: name) { name in
-                    withUTF8(of: value) { value in
-                        guard isSendable(name: name, value: value) else { return }
-                        writer.append(name)
-                        writer.append(UInt8(ascii: ":"))
-                        writer.append(UInt8(ascii: " "))
-                        writer.append(value)
-                        writer.appendLineEnd()
-                    }
-                }
-            }
-            if hasContentLength {
-                writer.append(contentLengthName)
-                writer.append(utf8Of: contentLength)
-                writer.appendLineEnd()
-            }
-            writer.appendLineEnd()
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
-        }
-        if !request.body.isEmpty { bytes.append(contentsOf: request.body) }
+        if hasContentLength(request) { capacity += contentLengthName.utf8CodeUnitCount + String(request.body.count).utf8.count + 2 }
+        return capacity
     }
 
-    /// Copies bytes into the scratch buffer, in order; a piece that would not fit stops the
-    /// process rather than write past the buffer's end.
+    /// Copies bytes into the scratch buffer, in order; a piece that would not fit is not
+    /// written, and marks the head as not written (``overflowed``).
     private struct Writer {
         let buffer: UnsafeMutableRawBufferPointer
         private(set) var count = 0
+        private(set) var overflowed = false
 
         init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
             self.buffer = UnsafeMutableRawBufferPointer(buffer)
@@ -67,14 +94,20 @@ enum RequestHead {
         @inline(__always)
         mutating func append(_ bytes: UnsafeRawBufferPointer) {
             guard !bytes.isEmpty else { return }
-            precondition(bytes.count <= buffer.count - count, "RequestHead measured less room than it writes")
+            guard bytes.count <= buffer.count - count else {
+                overflowed = true
+                return
+            }
             UnsafeMutableRawBufferPointer(rebasing: buffer[count..<count + bytes.count]).copyMemory(from: bytes)
             count += bytes.count
         }
 
         @inline(__always)
         mutating func append(_ byte: UInt8) {
-            precondition(count < buffer.count, "RequestHead measured less room than it writes")
+            guard count < buffer.count else {
+                overflowed = true
+                return
+            }
             buffer[count] = byte
             count += 1
         }
