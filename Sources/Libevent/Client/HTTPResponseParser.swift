@@ -266,9 +266,16 @@ package struct HTTPResponseParser {
         headers = []
         var lineStart = statusLineEnd + 1
         while !Self.isEmptyLine(head, at: lineStart) {
-            guard let (name, value, nextLine) = Self.parseHeaderLine(head, at: lineStart) else {
+            // `name: value`, in one pass over the line: the name's bytes up to the first that
+            // is not a token byte, which must be the colon (a folded line, whitespace before the
+            // colon: refused); then the value's up to its line end (``endOfValue(in:from:)``).
+            let colon = HTTPSyntax.endOfToken(in: head, from: lineStart)
+            guard colon > lineStart, colon < head.count, head[colon] == Self.colonByte,
+                  let (valueEnd, nextLine) = Self.endOfValue(in: head, from: colon + 1) else {
                 return .malformed("malformed header line")
             }
+            let name = UnsafeRawBufferPointer(rebasing: head[lineStart..<colon])
+            let value = Self.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: head[(colon + 1)..<valueEnd]))
             lineStart = nextLine
             if HTTPSyntax.tokenEqualsIgnoringCase(name, "content-length") {
                 guard let length = Self.parseDecimal(value), contentLength == nil || contentLength == length else {
@@ -340,33 +347,24 @@ package struct HTTPResponseParser {
         return (Int(line[7] - zero), status)
     }
 
-    /// The header line that starts at `start` of a whole head: `name: value`, the value without
-    /// surrounding whitespace, and where the next line starts; nil for a folded line, a name
-    /// that is not a token (whitespace before the colon included), a control byte in the value
-    /// or a CR that does not end the line.
-    ///
-    /// One pass over the line: the name's bytes up to the first that is not a token byte,
-    /// which must be the colon; then the value's up to the first control byte other than a tab
-    /// (eight bytes at a time), which must be the line's end, LF or CR LF. Every header of
-    /// every upstream answer goes through here.
-    @inline(__always)
-    private static func parseHeaderLine(_ head: UnsafeRawBufferPointer, at start: Int) -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer, next: Int)? {
-        let colon = HTTPSyntax.endOfToken(in: head, from: start)
-        guard colon > start, colon < head.count, head[colon] == colonByte else { return nil }
-        let valueStop = HTTPSyntax.firstForbiddenInValue(head, from: colon + 1)
-        let next: Int
-        if valueStop < head.count, head[valueStop] == lf {
-            next = valueStop + 1
-        } else if valueStop + 1 < head.count, head[valueStop] == cr, head[valueStop + 1] == lf {
-            next = valueStop + 2
-        } else {
-            return nil
-        }
-        var valueStart = colon + 1
-        var valueEnd = valueStop
-        while valueStart < valueEnd, head[valueStart] == space || head[valueStart] == tab { valueStart += 1 }
-        while valueEnd > valueStart, head[valueEnd - 1] == space || head[valueEnd - 1] == tab { valueEnd -= 1 }
-        return (UnsafeRawBufferPointer(rebasing: head[start..<colon]), UnsafeRawBufferPointer(rebasing: head[valueStart..<valueEnd]), next)
+    /// Where a field value that starts at `start` ends, and where the next line starts: the
+    /// value runs to the first control byte other than a tab (eight bytes at a time; every
+    /// header of every upstream answer passes here), which must be its line's end, LF or CR LF.
+    /// Nil for any other control byte, a CR that does not end the line, or no line end.
+    private static func endOfValue(in head: UnsafeRawBufferPointer, from start: Int) -> (valueEnd: Int, nextLine: Int)? {
+        let stop = HTTPSyntax.firstForbiddenInValue(head, from: start)
+        if stop < head.count, head[stop] == lf { return (stop, stop + 1) }
+        if stop + 1 < head.count, head[stop] == cr, head[stop + 1] == lf { return (stop, stop + 2) }
+        return nil
+    }
+
+    /// `bytes` without the spaces and tabs around them.
+    private static func trimmingWhitespace(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        var start = 0
+        var end = bytes.count
+        while start < end, bytes[start] == space || bytes[start] == tab { start += 1 }
+        while end > start, bytes[end - 1] == space || bytes[end - 1] == tab { end -= 1 }
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
     }
 
     /// Whether the line at `start` is empty (LF or CR LF alone): the end of the head.
