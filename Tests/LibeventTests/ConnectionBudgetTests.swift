@@ -1,4 +1,5 @@
-import Libevent
+import Glibc
+@testable import Libevent
 import Testing
 import TributaryTesting
 
@@ -93,6 +94,30 @@ struct ConnectionBudgetTests {
         await a.stop()
         await b.stop()
         await upstream.shutdown()
+    }
+
+    @Test("a lent socket that no pool takes (pool gone, no room, job dropped) is closed and its budget place given back; a taken one stays open")
+    func droppedLentSocketsAreClosed() throws {
+        let budget = ConnectionBudget()
+        budget.setLimit(2)
+        #expect(budget.take() && budget.take())
+        var dropped: [Int32] = [0, 0], taken: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &dropped) == 0)
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &taken) == 0)
+        defer { for descriptor in [dropped[1], taken[0], taken[1]] { close(descriptor) } }
+
+        var lent: LentConnection? = LentConnection(LentSocket(descriptor: dropped[0], idleSince: nil), budget: budget)
+        _ = lent
+        lent = nil
+        var byte: UInt8 = 0
+        #expect(read(dropped[1], &byte, 1) == 0, "the dropped socket's peer sees it closed")
+        #expect(budget.heldCount == 1)
+
+        let kept = LentConnection(LentSocket(descriptor: taken[0], idleSince: nil), budget: budget)
+        #expect(kept.take()?.descriptor == taken[0])
+        #expect(kept.take() == nil)
+        #expect(write(taken[1], &byte, 1) == 1, "the taken socket is still open")
+        #expect(budget.heldCount == 1)
     }
 
     @Test("a loop that gets busy while another holds the whole budget gets a share soon, not after the other is done")

@@ -35,7 +35,7 @@ public struct RawJSON: Sendable {
 
     /// The object whose text is `text`, which must be an object written as the serializer
     /// writes it (a splice of kept texts); its members are read from it when asked for.
-    public init?(splicedText text: [UInt8]) {
+    init?(splicedText text: [UInt8]) {
         self.init(source: text, range: 0..<text.count, members: nil)
     }
 

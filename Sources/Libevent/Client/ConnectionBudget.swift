@@ -134,11 +134,12 @@ final class ConnectionBudget: Sendable {
         }
     }
 
-    /// A starving pool other than `member`'s, to lend a connection to (nil when none starves).
+    /// A starving pool other than `member`'s whose loop runs, to lend a connection to (nil when
+    /// none starves; a loop that stopped with calls in line stays marked starving).
     func starvingMember(besides member: Member) -> Member? {
         guard starvingCount.load(ordering: .relaxed) > 0 else { return nil }
         return members.withLock { members in
-            members.first { $0 !== member && $0.isStarving.load(ordering: .relaxed) }
+            members.first { $0 !== member && $0.isStarving.load(ordering: .relaxed) && $0.loop.isRunning }
         }
     }
 

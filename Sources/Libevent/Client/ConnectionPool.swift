@@ -190,25 +190,15 @@ final class ConnectionPool {
         }
         openCount -= 1
         discard(connection)
-        let budget = self.budget
-        borrower.loop.execute {
-            guard let pool = borrower.pool else {
-                Glibc.close(socket.descriptor)
-                budget.giveBack()
-                return
-            }
-            pool.adopt(socket)
-        }
+        let lent = LentConnection(socket, budget: budget)
+        borrower.loop.execute { borrower.pool?.adopt(lent) }
     }
 
     /// Takes a connection another loop's pool lent (``lend(_:)``), with its place in the
-    /// budget, and puts it to work; closes it if this pool has no room for it any more.
-    func adopt(_ socket: LentSocket) {
-        guard openCount < capacity, !budget.isOverLimit else {
-            Glibc.close(socket.descriptor)
-            budget.giveBack()
-            return
-        }
+    /// budget, and puts it to work. Without room for it here, it is dropped: closed, and its
+    /// place given back.
+    func adopt(_ lent: LentConnection) {
+        guard openCount < capacity, !budget.isOverLimit, let socket = lent.take() else { return }
         openCount += 1
         idle.append(client.adoptConnection(socket, to: origin))
         dispatchWaiting()
@@ -308,5 +298,32 @@ final class ConnectionPool {
             waiting.removeAll(keepingCapacity: true)
             waitingHead = 0
         }
+    }
+}
+
+/// A socket one pool lends another (``ConnectionPool/adopt(_:)``), with its place in the
+/// budget. Whoever holds it last either takes the socket or, dropping it, closes the socket
+/// and gives the place back: a pool gone by the time the job runs, one without room, a job a
+/// stopped loop drops without running it. `@unchecked Sendable`: made on the lending loop,
+/// then used only on the borrowing loop, by the one job it travels in.
+final class LentConnection: @unchecked Sendable {
+    private var socket: LentSocket?
+    private let budget: ConnectionBudget
+
+    init(_ socket: LentSocket, budget: ConnectionBudget) {
+        self.socket = socket
+        self.budget = budget
+    }
+
+    deinit {
+        guard let socket else { return }
+        Glibc.close(socket.descriptor)
+        budget.giveBack()
+    }
+
+    /// The socket, now the caller's with its place in the budget (nil after the first take).
+    func take() -> LentSocket? {
+        defer { socket = nil }
+        return socket
     }
 }

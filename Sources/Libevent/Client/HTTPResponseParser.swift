@@ -82,7 +82,8 @@ package struct HTTPResponseParser {
 
     /// `expectsBody`: false for a HEAD request, whose answer has none whatever it says.
     package init(limits: Limits, keepsHeaders: Bool, expectsBody: Bool) {
-        self.limits = limits
+        // A negative limit (a client configured in code) refuses every head, as none fits.
+        self.limits = Limits(maxHeadBytes: max(0, limits.maxHeadBytes), maxBodyBytes: limits.maxBodyBytes)
         self.keepsHeaders = keepsHeaders
         self.expectsBody = expectsBody
     }

@@ -66,6 +66,9 @@ public enum QueryString {
     /// which has room for at least ``percentEncodedCount(_:)`` bytes; returns how many it
     /// wrote. For callers that build a path around the encoded bytes in one allocation.
     public static func writePercentEncoded(_ bytes: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        // Writes go unchecked below: room for everything encoded (what callers usually give)
+        // passes at once, anything less is counted.
+        precondition(output.count >= 3 * bytes.count || output.count >= percentEncodedCount(bytes), "no room for the encoded bytes")
         var written = 0
         for byte in bytes {
             if isUnreserved(byte) {

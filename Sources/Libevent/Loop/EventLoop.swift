@@ -29,6 +29,7 @@ public final class EventLoop: @unchecked Sendable {
     private let submitted = Mutex<[Job]>([])
     private var wakeup: OpaquePointer?
     private let owner = Mutex<pthread_t>(pthread_self())
+    private let running = Atomic<Bool>(false)
 
     /// One-shot timers that keep themselves alive until they fire (``schedule(after:_:)``),
     /// held here so they stay reachable and are freed with the loop if they never fire.
@@ -80,9 +81,15 @@ public final class EventLoop: @unchecked Sendable {
     /// to do, waiting for work from ``execute(_:)``.
     public func run() throws(LibeventError) {
         owner.withLock { $0 = pthread_self() }
+        running.store(true, ordering: .sequentiallyConsistent)
         let result = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
+        running.store(false, ordering: .sequentiallyConsistent)
         try LibeventError.check(result, "event_base_loop")
     }
+
+    /// Whether ``run()`` is running the loop now (work handed to a loop that is not may never
+    /// run). Safe from any thread.
+    public var isRunning: Bool { running.load(ordering: .sequentiallyConsistent) }
 
     /// Drops the work still queued once ``run()`` has returned for good, on the loop's thread.
     /// A job holds what it captured, and that often holds this loop (a connection dropped on
