@@ -12,7 +12,9 @@ let strictSettings: [SwiftSetting] = [
 /// at run time, through a thread-local access set: ~30,000 instructions, 5% of an N=10
 /// `/groups` request (`Benchmarks/groups-cpu.sh callgrind 10`). Debug builds keep the checks,
 /// and every test (the AddressSanitizer pass included) runs on a debug build. Rivers, a
-/// library of its own, keeps them.
+/// library of its own, keeps them. The cost: SwiftPM refuses unsafe flags in a dependency
+/// taken by version, so another package can use the Libevent and Redis products only from a
+/// branch or a local path (they are the service's modules, not released on their own).
 let serviceSettings: [SwiftSetting] = strictSettings + [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
