@@ -58,8 +58,7 @@ enum HTTPSyntax {
         var index = max(start, 0)
         if let base = bytes.baseAddress {
             while bytes.count - index >= 8 {
-                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                let marks = controlBytes(in: word)
+                let marks = controlBytes(in: ByteWords.load(bytes, at: index))
                 guard marks != 0 else {
                     index += 8
                     continue
@@ -78,23 +77,12 @@ enum HTTPSyntax {
 
     /// The high bit of each byte of `word` (read little-endian: its first byte lowest) that is
     /// below 0x20 or is DEL, and maybe of bytes after such a byte, never before it: so the
-    /// lowest bit set marks the first control byte exactly, and no bit is set without one.
-    ///
-    /// For bytes below 0x20, `word - 0x2020…20` borrows through a byte exactly when it is
-    /// below 0x20 (or when a borrow came from the byte before it); `& ~word` drops bytes of
-    /// 0x80 and up, whose high bit was set to begin with. DEL is the byte that becomes zero
-    /// after `^ 0x7F7F…7F`, found the same way below 1.
+    /// lowest bit set marks the first control byte exactly, and no bit is set without one
+    /// (``ByteWords``).
     @inline(__always)
     static func controlBytes(in word: UInt64) -> UInt64 {
-        let below20 = (word &- eachByte(0x20)) & ~word
-        let delWord = word ^ eachByte(0x7F)
-        let isDEL = (delWord &- eachByte(0x01)) & ~delWord
-        return (below20 | isDEL) & eachByte(0x80)
+        ByteWords.below(0x20, in: word) | ByteWords.equal(to: 0x7F, in: word)
     }
-
-    /// A word whose eight bytes are all `byte`.
-    @inline(__always)
-    private static func eachByte(_ byte: UInt8) -> UInt64 { 0x0101_0101_0101_0101 &* UInt64(byte) }
 
     /// Whether `bytes` spell `lowercase`, ASCII letters in either case (header names, tokens).
     /// Over raw bytes, not any collection: the response parser calls it for every header.
@@ -123,7 +111,7 @@ enum HTTPSyntax {
         let expected = UnsafeRawPointer(lowercase.utf8Start)
         var offset = 0
         while true {
-            let word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self) | eachByte(0x20)
+            let word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self) | ByteWords.repeating(0x20)
             guard word == expected.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else { return false }
             if offset == count - 8 { return true }
             // The last word ends with the name, overlapping the one before.
