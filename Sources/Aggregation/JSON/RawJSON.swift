@@ -74,28 +74,36 @@ public struct RawJSON: Sendable {
             other.source.withUnsafeBufferPointer { otherBuffer -> Bool? in
                 withUnsafeTemporaryAllocation(of: MemberName.self, capacity: 16) { names -> Bool? in
                     var count = 0
-                    var reader = CanonicalTextReader(buffer, at: Int(start) + 1)
-                    if !reader.isAt(UInt8(ascii: "}")) {
-                        repeat {
-                            guard count < names.count, let name = reader.memberName() else { return nil }
-                            names.initializeElement(at: count, to: MemberName(UnsafeBufferPointer(rebasing: buffer[name])))
-                            count += 1
-                            reader.skipValue()
-                        } while reader.isAt(UInt8(ascii: ","))
-                        guard reader.isAt(UInt8(ascii: "}")) else { return nil }
+                    // Stopped: a 17th name, more than the stack holds.
+                    let noted = Self.walkMembers(of: buffer, from: Int(start)) { name, _ in
+                        guard count < names.count else { return true }
+                        names.initializeElement(at: count, to: name)
+                        count += 1
+                        return false
                     }
-                    var otherReader = CanonicalTextReader(otherBuffer, at: Int(other.start) + 1)
-                    if otherReader.isAt(UInt8(ascii: "}")) { return false }
-                    repeat {
-                        guard let name = otherReader.memberName() else { return nil }
-                        let otherName = MemberName(UnsafeBufferPointer(rebasing: otherBuffer[name]))
-                        for index in 0..<count where names[index] == otherName { return true }
-                        otherReader.skipValue()
-                    } while otherReader.isAt(UInt8(ascii: ","))
-                    return otherReader.isAt(UInt8(ascii: "}")) ? false : nil
+                    guard noted == false else { return nil }
+                    return Self.walkMembers(of: otherBuffer, from: Int(other.start)) { name, _ in
+                        (0..<count).contains { names[$0] == name }
+                    }
                 }
             }
         }
+    }
+
+    /// Walks the members of the object whose `{` is at `objectStart` in `buffer`, in order:
+    /// `visit` gets each one's name and where its value starts, and says whether to stop
+    /// there. Whether a visit stopped; nil when the text cannot be read so.
+    private static func walkMembers(
+        of buffer: UnsafeBufferPointer<UInt8>, from objectStart: Int, _ visit: (MemberName, Int) -> Bool
+    ) -> Bool? {
+        var reader = CanonicalTextReader(buffer, at: objectStart + 1)
+        if reader.isAt(UInt8(ascii: "}")) { return false }
+        repeat {
+            guard let name = reader.memberName() else { return nil }
+            if visit(MemberName(UnsafeBufferPointer(rebasing: buffer[name])), reader.position) { return true }
+            reader.skipValue()
+        } while reader.isAt(UInt8(ascii: ","))
+        return reader.isAt(UInt8(ascii: "}")) ? false : nil
     }
 
     /// What reading a member from the text found.
@@ -127,14 +135,14 @@ public struct RawJSON: Sendable {
     /// ``source``): `.some(nil)` when there is no such member, nil when the text cannot be
     /// read so.
     private func memberValueStart(named name: MemberName, in buffer: UnsafeBufferPointer<UInt8>) -> Int?? {
-        var reader = CanonicalTextReader(buffer, at: Int(start) + 1)
-        if reader.isAt(UInt8(ascii: "}")) { return .some(nil) }
-        repeat {
-            guard let candidate = reader.memberName() else { return nil }
-            if MemberName(UnsafeBufferPointer(rebasing: buffer[candidate])) == name { return reader.position }
-            reader.skipValue()
-        } while reader.isAt(UInt8(ascii: ","))
-        return reader.isAt(UInt8(ascii: "}")) ? .some(nil) : nil
+        var valueStart: Int?
+        let found = Self.walkMembers(of: buffer, from: Int(start)) { candidate, position in
+            guard candidate == name else { return false }
+            valueStart = position
+            return true
+        }
+        guard found != nil else { return nil }
+        return .some(valueStart)
     }
 
     /// A member name's UTF-8 bytes (valid, without escapes), compared as `String`s compare:
