@@ -139,6 +139,22 @@ struct TraceContextTests {
         await world.stop()
     }
 
+    @Test("new trace ids (no system random number per trace) are valid and never repeat, across threads")
+    func newTraceIDsAreUnique() async {
+        let perTask = 25_000
+        let ids = await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 {
+                group.addTask { (0..<perTask).map { _ in TraceContext().traceID } }
+            }
+            return await group.reduce(into: [String]()) { $0 += $1 }
+        }
+        #expect(Set(ids).count == 4 * perTask)
+        #expect(ids.allSatisfy { $0.utf8.count == 32 && $0.allSatisfy { $0.isHexDigit && !$0.isUppercase } })
+        // Both halves vary: a trace id is two mixed values, not a counter in its low half.
+        #expect(Set(ids.map { $0.prefix(16) }).count == 4 * perTask)
+        #expect(Set(ids.map { $0.suffix(16) }).count == 4 * perTask)
+    }
+
     @Test("the access log line of a request holds the trace id its upstream calls carry")
     func accessLog() async throws {
         let fixture = TaskGroupsFixture(count: 2)

@@ -44,14 +44,13 @@ public struct TraceContext: Sendable, Equatable {
         self.state = state
     }
 
-    /// A new trace: a random trace id, flags `01`, no state (a live pipeline's refresh,
-    /// which no one request causes, starts one of these each time).
+    /// A new trace: a trace id of two values of ``nextID()``, flags `01`, no state (every
+    /// request without a valid `traceparent` starts one, and so does each refresh of a live
+    /// pipeline, which no one request causes). Two `getrandom` system calls per request
+    /// before; a trace id, like a span id, has to be unique, not secret (flags `01` make no
+    /// claim of randomness, which W3C's level 2 `random` flag would).
     public init() {
-        var random = SystemRandomNumberGenerator()
-        var high = random.next() as UInt64
-        let low = random.next() as UInt64
-        if high == 0 && low == 0 { high = 1 }  // all zeros is invalid
-        self.init(traceID: Self.hex(high) + Self.hex(low), flags: "01", state: nil)
+        self.init(traceID: Self.hex(Self.nextID()) + Self.hex(Self.nextID()), flags: "01", state: nil)
     }
 
     /// The headers of one upstream call: `traceparent` with a new span id, and `tracestate`
@@ -65,7 +64,7 @@ public struct TraceContext: Sendable, Equatable {
     /// Appends the headers of one upstream call (``upstreamHeaders()``) to `headers`: a caller
     /// with headers of its own makes one array, not two and a third to join them.
     public func appendUpstreamHeaders(to headers: inout [(String, String)]) {
-        let span = Self.nextSpanID()
+        let span = Self.nextID()
         // 00-<trace id>-<span id>-<flags>, written in place: one allocation per call.
         let parent = String(unsafeUninitializedCapacity: 55) { buffer in
             buffer.initialize(repeating: UInt8(ascii: "-"))
@@ -82,18 +81,20 @@ public struct TraceContext: Sendable, Equatable {
         if let state { headers.append(("tracestate", state)) }
     }
 
-    /// Where span ids come from: a Weyl sequence from a random start, shared by every thread.
-    private static let spanSequence: Atomic<UInt64> = {
+    /// Where span and trace ids come from: a Weyl sequence from a random start (one system
+    /// random number per process), shared by every thread.
+    private static let idSequence: Atomic<UInt64> = {
         var random = SystemRandomNumberGenerator()
         return Atomic(random.next())
     }()
 
-    /// A new span id: the next value of ``spanSequence`` mixed by SplitMix64, a bijection, so
-    /// ids repeat only after 2⁶⁴ calls and look random. A span id has to be unique, not
-    /// secret, and a system random number per upstream call (a `getrandom` system call,
+    /// A new id, never zero: the next value of ``idSequence`` mixed by SplitMix64, a
+    /// bijection, so ids repeat only after 2⁶⁴ of them and look random; two processes
+    /// overlap only if their random starts fall within as many ids of each other. An id has to
+    /// be unique, not secret, and a system random number per id (a `getrandom` system call,
     /// ~0.5 µs) would cost more than the rest of the header (`FoundationBench trace`).
-    static func nextSpanID() -> UInt64 {
-        var mixed = spanSequence.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+    static func nextID() -> UInt64 {
+        var mixed = idSequence.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
         mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
         mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
         mixed ^= mixed >> 31
