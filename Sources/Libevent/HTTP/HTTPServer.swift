@@ -212,7 +212,7 @@ public final class HTTPServer {
         // Held until attached: should evhttp free the connection first, the bufferevent stays
         // valid for ``attachAccepted()`` to see it gone.
         bufferevent_incref(bufferEvent)
-        accepted.append(ServerConnection(server: self, bufferEvent: bufferEvent, admitted: admitted))
+        accepted.append(ServerConnection(server: self, bufferEvent: bufferEvent, admitted: admitted, writesPlainSocket: tlsContext == nil))
         if accepted.count == 1 { loop.deferred { [weak self] in self?.attachAccepted() } }
         return bufferEvent
     }

@@ -28,6 +28,9 @@ final class ServerConnection {
     private(set) var evcon: OpaquePointer?
     /// Whether it was within ``HTTPServer/Limits/maxConnections`` when accepted.
     let admitted: Bool
+    /// Whether ``bufferEvent`` writes a plain socket (false: TLS, whose bytes only its OpenSSL
+    /// bufferevent may write), so an answer can be written at once (``writeQueuedAnswer()``).
+    let writesPlainSocket: Bool
     /// The request being answered on this connection while it is open or streaming
     /// (evhttp serves a connection's requests one at a time).
     var openRequest: ServerRequest?
@@ -59,10 +62,11 @@ final class ServerConnection {
     private var deadline: LoopTimer?
 
     /// A connection just accepted, around `bufferEvent`, which evhttp is about to adopt.
-    init(server: HTTPServer, bufferEvent: OpaquePointer, admitted: Bool) {
+    init(server: HTTPServer, bufferEvent: OpaquePointer, admitted: Bool, writesPlainSocket: Bool) {
         self.server = server
         self.bufferEvent = bufferEvent
         self.admitted = admitted
+        self.writesPlainSocket = writesPlainSocket
         inputWatch = evbuffer_add_cb(bufferevent_get_input(bufferEvent), { buffer, info, context in
             guard let info else { return }
             Unmanaged<ServerConnection>.fromOpaque(context!).takeUnretainedValue().inputChanged(info.pointee)
@@ -100,6 +104,24 @@ final class ServerConnection {
         var port: UInt16 = 0
         evhttp_connection_get_peer(evcon, &address, &port)
         return address.map { (String(cString: $0), port) }
+    }
+
+    /// Writes the answer evhttp has just queued now, rather than when the socket is next
+    /// reported writable. evhttp only enables the write event, so every answer cost two
+    /// `epoll_ctl` calls (interest in writing added, then removed) and a loop turn before its
+    /// `writev`. When the socket takes the whole answer, the write event is disabled before
+    /// the loop ever told epoll (the base's change list cancels the two out) and evhttp's
+    /// write callback runs deferred, later in this loop turn, as if the event had fired:
+    /// evhttp then finishes the request as it would have. A socket that takes part of it, or
+    /// fails, is left to evhttp's write event, which writes the rest or reports the error.
+    func writeQueuedAnswer() {
+        guard writesPlainSocket, !isClosed else { return }
+        let output = bufferevent_get_output(bufferEvent)
+        let socket = bufferevent_getfd(bufferEvent)
+        guard socket >= 0, evbuffer_get_length(output) > 0,
+              evbuffer_write(output, socket) > 0, evbuffer_get_length(output) == 0 else { return }
+        bufferevent_disable(bufferEvent, Int16(EV_WRITE))
+        bufferevent_trigger(bufferEvent, Int16(EV_WRITE), Int32(BEV_TRIG_DEFER_CALLBACKS.rawValue))
     }
 
     // MARK: - Requests
@@ -172,26 +194,28 @@ final class ServerConnection {
         }
     }
 
-    /// Feeds the input's bytes from `offset` to the framing follower.
+    /// Feeds the input's bytes from `offset` to the framing follower (its vectors on the
+    /// stack: this runs for every read of every request).
     private func follow(_ input: OpaquePointer, from offset: Int) -> RequestFraming.Violation? {
         var start = evbuffer_ptr()
         guard evbuffer_ptr_set(input, &start, offset, EVBUFFER_PTR_SET) == 0 else { return nil }
-        var vectors = [iovec](repeating: iovec(), count: 8)
-        var remaining = evbuffer_get_length(input) - offset
-        while remaining > 0 {
-            let count = Int(evbuffer_peek(input, remaining, &start, &vectors, Int32(vectors.count)))
-            var taken = 0
-            for vector in vectors.prefix(min(count, vectors.count)) {
-                let length = min(vector.iov_len, remaining - taken)
-                if let violation = framing.feed(UnsafeRawBufferPointer(start: vector.iov_base, count: length)) {
-                    return violation
+        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 8) { vectors -> RequestFraming.Violation? in
+            var remaining = evbuffer_get_length(input) - offset
+            while remaining > 0 {
+                let count = Int(evbuffer_peek(input, remaining, &start, vectors.baseAddress, Int32(vectors.count)))
+                var taken = 0
+                for vector in vectors.prefix(min(count, vectors.count)) {
+                    let length = min(vector.iov_len, remaining - taken)
+                    if let violation = framing.feed(UnsafeRawBufferPointer(start: vector.iov_base, count: length)) {
+                        return violation
+                    }
+                    taken += length
                 }
-                taken += length
+                remaining -= taken
+                guard remaining > 0, evbuffer_ptr_set(input, &start, taken, EVBUFFER_PTR_ADD) == 0 else { break }
             }
-            remaining -= taken
-            guard remaining > 0, evbuffer_ptr_set(input, &start, taken, EVBUFFER_PTR_ADD) == 0 else { break }
+            return nil
         }
-        return nil
     }
 
     private func edit(_ change: () -> Void) {

@@ -156,6 +156,7 @@ public final class ServerRequest {
         self.status = status
         self.raw = nil
         evhttp_send_reply(raw, Int32(status), HTTPStatus.reasonPhrase(status), nil)
+        connection.writeQueuedAnswer()
         connection.keepReadingOffAfterEOF()
         releaseCallbacks()
         server?.completed(self)
