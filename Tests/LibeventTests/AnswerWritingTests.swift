@@ -1,3 +1,4 @@
+import Foundation
 @testable import Libevent
 import Testing
 import TributaryTesting
@@ -50,6 +51,31 @@ struct AnswerWritingTests {
         // (The small answer may find the socket still full of the big one's unacknowledged
         // bytes and go the same way: no expectation on it.)
         #expect(leftInBuffer.value.first.map { $0 > 0 } == true, "left in the buffer: \(leftInBuffer.value)")
+        await server.stop()
+    }
+
+    @Test("every answer has one Date, an IMF-fixdate of the second it was made")
+    func date() async throws {
+        #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")  // RFC 9110's example
+        #expect(HTTPDate.format(951_782_400) == "Tue, 29 Feb 2000 00:00:00 GMT")
+        let server = try await TestServer.start { request, _ in
+            request.path == "/unchanged" ? request.respondNotModified(headers: []) : request.respond(status: 200, text: "body")
+        }
+        let parser = DateFormatter()
+        parser.locale = Locale(identifier: "en_US_POSIX")
+        parser.timeZone = TimeZone(identifier: "GMT")
+        parser.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let connection = try await TestConnection(port: server.port)
+        for path in ["/", "/unchanged", "/"] {
+            let before = Date().timeIntervalSince1970.rounded(.down)
+            try await connection.sendRequest("GET", path)
+            let response = try await connection.readResponse()
+            let after = Date().timeIntervalSince1970.rounded(.up)
+            let dates = response.headers.filter { $0.0.lowercased() == "date" }.map(\.1)
+            #expect(dates.count == 1, "\(response.headers)")
+            let date = try #require(dates.first.flatMap { parser.date(from: $0) }, "\(dates)")
+            #expect(date.timeIntervalSince1970 >= before && date.timeIntervalSince1970 <= after)
+        }
         await server.stop()
     }
 

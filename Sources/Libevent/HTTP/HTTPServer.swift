@@ -75,6 +75,8 @@ public final class HTTPServer {
     let scratchBuffer: OpaquePointer
     /// The deflate stream of this server's gzip answers, made on first use.
     private(set) lazy var gzip = Gzip()
+    /// The `Date` of its answers, written once a second.
+    var date = HTTPDate()
     /// The listening sockets, as evhttp knows them.
     private var boundSockets: [OpaquePointer] = []
     /// Connections attached to their `evhttp_connection`, by it.

@@ -143,6 +143,7 @@ public final class ServerRequest {
         guard state == .open, let raw else { return }
         stopWatchingConnection()
         addHeaders(headers, to: raw)
+        addDate(to: raw)
         if method == .head {
             let output = evhttp_request_get_output_headers(raw)
             if let headLength, evhttp_find_header(output, "Content-Length") == nil {
@@ -189,6 +190,14 @@ public final class ServerRequest {
     /// `HEAD` alike, no `Content-Length`.
     public func respondNotModified(headers: [(String, String)]) {
         answer(status: 304, headers: headers, body: [UInt8](), headLength: nil)
+    }
+
+    /// Gives the answer the server's ``HTTPDate`` unless it has a `Date` already (evhttp
+    /// would write one anew).
+    private func addDate(to raw: OpaquePointer) {
+        guard let server else { return }
+        let output = evhttp_request_get_output_headers(raw)
+        if evhttp_find_header(output, "Date") == nil { HeaderList.add("Date", server.date.now(), to: output) }
     }
 
     /// Sets `headers` on the answer: ``responseHeaders`` first, then `headers`, a later value
