@@ -50,7 +50,7 @@ public struct TraceContext: Sendable, Equatable {
     /// before; a trace id, like a span id, has to be unique, not secret (flags `01` make no
     /// claim of randomness, which W3C's level 2 `random` flag would).
     public init() {
-        self.init(traceID: Self.hex(Self.nextID()) + Self.hex(Self.nextID()), flags: "01", state: nil)
+        self.init(traceID: Self.hex(Self.nextID(), Self.nextID()), flags: "01", state: nil)
     }
 
     /// The headers of one upstream call: `traceparent` with a new span id, and `tracestate`
@@ -127,13 +127,15 @@ public struct TraceContext: Sendable, Equatable {
         return nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 
-    /// 16 lowercase hex digits, leading zeros kept.
-    private static func hex(_ value: UInt64) -> String {
-        String(unsafeUninitializedCapacity: 16) { buffer in
+    /// 32 lowercase hex digits, `high`'s then `low`'s, leading zeros kept, in one string.
+    private static func hex(_ high: UInt64, _ low: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 32) { buffer in
             for index in 0..<16 {
-                buffer[index] = lowercaseHexDigit(value >> (60 - 4 * UInt64(index)))
+                let shift = 60 - 4 * UInt64(index)
+                buffer[index] = lowercaseHexDigit(high >> shift)
+                buffer[16 + index] = lowercaseHexDigit(low >> shift)
             }
-            return 16
+            return 32
         }
     }
 }
