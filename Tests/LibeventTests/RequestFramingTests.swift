@@ -37,6 +37,26 @@ struct RequestFramingTests {
         #expect(framing.foldedRequests.isEmpty)
     }
 
+    @Test("values passed over at once (targets, other headers' values) hide no framing: a body after them is found, in any split", arguments: [1, 3, 64, 100_000])
+    func passedOverValues(split: Int) {
+        let long = String(repeating: "v", count: 5_000)
+        let stream = "POST /\(long)?q=Content-Length:%209 HTTP/1.1\r\n"
+            + "X-Note: Content-Length: 99\r\nX-Also: Transfer-Encoding: chunked\r\nX-Long: \(long)\r\n"
+            + "Content-Length: 5\r\n\r\nhello"
+            + "PUT /c HTTP/1.1\r\nX-Long: \(long)\r\n Content-Length: 7\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n"
+            + "GET /d HTTP/1.1\r\nHost: x\r\n\r\n"
+        var framing = RequestFraming()
+        #expect(follow(stream, split: split, framing: &framing) == nil)
+        #expect(framing.request == 3)
+        #expect(framing.isFollowing)
+        #expect(framing.foldedRequests == [1], "the folded line of request 1 is noted, its text ignored")
+
+        var broken = RequestFraming()
+        let badChunk = "PUT /c HTTP/1.1\r\nX-Long: \(long)\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxy\r\n"
+        let violation = follow(badChunk, split: split, framing: &broken)
+        #expect(violation?.position == badChunk.utf8.count - 3, "where the chunk's data should have ended in CRLF")
+    }
+
     @Test("a chunk-size line that never ends is stopped at its 17th digit, not buffered", arguments: [1, 4096])
     func endlessChunkSizeLine(split: Int) {
         let head = "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
