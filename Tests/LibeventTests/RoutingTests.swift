@@ -48,6 +48,32 @@ struct RoutingTests {
         }
     }
 
+    @Test("a path without parameters is found whatever its spelling, after any earlier route of any method that matches it")
+    func exactPaths() {
+        var router = Router<Route>()
+        router.add(.get, "/{name}/reload", .trigger)
+        router.add(.get, "/groups/reload", .reload)  // after a route that matches it: never found
+        router.add(.get, "/groups", .groups)
+        router.add(.post, "/groups", .trigger)
+        router.add(.get, "/", .reload)
+        func found(_ method: HTTPMethod, _ path: String) -> Route? {
+            if case .found(let route, _) = router.match(method, path: path) { return route }
+            return nil
+        }
+        #expect(found(.get, "/groups") == .groups)
+        #expect(found(.head, "/groups") == .groups)
+        #expect(found(.post, "/groups") == .trigger)
+        #expect(found(.get, "/groups/") == .groups)
+        #expect(found(.get, "//groups") == .groups)
+        #expect(found(.get, "/group%73") == .groups)
+        #expect(found(.get, "/groups/reload") == .trigger)
+        #expect(found(.get, "/other/reload") == .trigger)
+        #expect(found(.get, "/") == .reload)
+        if case .methodNotAllowed(let allowed) = router.match(.delete, path: "/groups") {
+            #expect(allowed == [.get, .post])
+        } else { Issue.record("DELETE /groups should be 405") }
+    }
+
     @Test("Vary values merge: names of the second not in the first are appended, compared without case")
     func varyMerging() {
         #expect(ServerRequest.mergedVary("Origin", "Accept") == "Origin, Accept")
