@@ -14,8 +14,16 @@ import Logging
 /// the label set stays small. Handles are cached per label set. Loop-confined.
 final class RequestObserver {
     private let logger: Logger
-    private var counters: [String: Counter] = [:]
+    private var counters: [CounterKey: Counter] = [:]
     private var timers: [String: CoreMetrics.Timer] = [:]
+
+    /// A counter's labels as they are at hand (no status text made, no key string joined for
+    /// every request): `status` nil for a client that left.
+    private struct CounterKey: Hashable {
+        let route: String
+        let method: HTTPMethod
+        let status: Int?
+    }
 
     init(logger: Logger) {
         self.logger = logger
@@ -24,18 +32,21 @@ final class RequestObserver {
     func completed(_ request: ServerRequest) {
         let route = request.route ?? "unmatched"
         let elapsed = ContinuousClock.now - request.receivedAt
-        let status = request.state == .disconnected ? "disconnected" : String(request.status ?? 0)
-        counter(route: route, method: request.method, status: status).increment()
+        let status = request.state == .disconnected ? nil : request.status ?? 0
+        counter(CounterKey(route: route, method: request.method, status: status)).increment()
         timer(route: route).recordNanoseconds(Self.nanoseconds(elapsed))
-        logger.info("\(request.method.rawValue) \(request.uri) \(status) \(Self.milliseconds(elapsed))ms",
+        logger.info("\(request.method.rawValue) \(request.uri) \(Self.statusLabel(status)) \(Self.milliseconds(elapsed))ms",
                     metadata: ["route": "\(route)", "trace_id": "\(request.traceContext.traceID)"])
     }
 
-    private func counter(route: String, method: HTTPMethod, status: String) -> Counter {
-        let key = route + " " + method.rawValue + " " + status
+    private static func statusLabel(_ status: Int?) -> String {
+        status.map { String($0) } ?? "disconnected"
+    }
+
+    private func counter(_ key: CounterKey) -> Counter {
         if let counter = counters[key] { return counter }
         let counter = Counter(label: "tributary_http_requests_total",
-                              dimensions: [("route", route), ("method", method.rawValue), ("status", status)])
+                              dimensions: [("route", key.route), ("method", key.method.rawValue), ("status", Self.statusLabel(key.status))])
         counters[key] = counter
         return counter
     }
