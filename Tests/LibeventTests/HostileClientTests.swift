@@ -322,8 +322,11 @@ struct HostileClientTests {
         #expect(try await gone.readHead().status == 200)
         let closedAt = ContinuousClock.now
         gone.close()
-        #expect(await disconnects.wait(timeout: .seconds(2)) { $0 == 1 })
-        #expect(ContinuousClock.now - closedAt < .seconds(2), "at once, not at the next heartbeat")
+        // Nothing is written to the stream after the close: without the reset watch the client's
+        // leaving would never be noticed. The bound only has to hold on a loaded machine (a
+        // full parallel run once took 2.07 s).
+        #expect(await disconnects.wait(timeout: .seconds(10)) { $0 == 1 })
+        #expect(ContinuousClock.now - closedAt < .seconds(10), "noticed without any write to the stream")
         try await server.thread.run { _ in for stream in streams.value { stream.release() } }
         await server.stop()
     }
