@@ -92,4 +92,17 @@ struct JSONTests {
         #expect(a.version != c.version)
         #expect(a.version.count == 16)
     }
+
+    @Test("a snapshot's version is FNV-1a 64 of its bytes, as before the hash read words (clients keep it across restarts)")
+    func snapshotVersionValues() {
+        // Known FNV-1a vectors, a text of whole words and a tail, every byte value, and around one word.
+        #expect(Snapshot(json: []).version == "cbf29ce484222325")
+        #expect(Snapshot(json: Array("a".utf8)).version == "af63dc4c8601ec8c")
+        #expect(Snapshot(json: Array("foobar".utf8)).version == "85944171f73967e8")
+        #expect(Snapshot(json: Array(#"[{"id":"591001e8","name":"Group 1"}]"#.utf8)).version == "63b3ef7809517f3e")
+        #expect(Snapshot(json: (0...255).map { UInt8($0) }).version == "4242dc5249c33625")
+        #expect(Snapshot(json: Array("1234567".utf8)).version == "ec75ca32794b12a7")
+        #expect(Snapshot(json: Array("12345678".utf8)).version == "173932c41a90a42d")
+        #expect(Snapshot(json: Array("123456789".utf8)).version == "06d5573923c6cdfc")
+    }
 }

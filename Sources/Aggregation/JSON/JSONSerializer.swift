@@ -4,9 +4,26 @@ extension JSON {
     /// The document as UTF-8 JSON text.
     public var serialized: [UInt8] {
         var output: [UInt8] = []
-        output.reserveCapacity(256)
+        output.reserveCapacity(max(256, serializedCountEstimate))
         write(to: &output)
         return output
+    }
+
+    /// Room enough for most documents' text, so that writing rarely grows the buffer (each
+    /// growth allocates and copies all written so far): a kept object's text length, and for
+    /// an array (a list answer: an array of kept objects) the sum of its elements' estimates.
+    /// Nested arrays and objects are not walked twice for it; they count 16 bytes and any
+    /// more is found by growing, as before.
+    private var serializedCountEstimate: Int {
+        switch self {
+        case .raw(let raw): raw.textCount
+        case .array(let elements):
+            elements.reduce(2) { total, element in
+                if case .raw(let raw) = element { return total + raw.textCount + 1 }
+                return total + 16
+            }
+        default: 16
+        }
     }
 
     /// Appends the document's JSON text to `output`.
@@ -16,7 +33,7 @@ extension JSON {
         case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
         case .number(let text): output.append(contentsOf: text.utf8)
         case .string(let text): JSON.writeString(text, to: &output)
-        case .raw(let raw): output.append(contentsOf: raw.text)
+        case .raw(let raw): raw.appendText(to: &output)
         case .array(let elements):
             output.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {

@@ -9,13 +9,25 @@ public struct Snapshot: Sendable, Equatable {
 
     public init(json: [UInt8]) {
         self.json = json
+        let hash = json.withUnsafeBufferPointer(Self.fnv1a)
+        // The 16 digits written in place: `String(radix:)` and padding made three strings.
+        version = String(unsafeUninitializedCapacity: 16) { digits in
+            for index in 0..<16 {
+                let nibble = UInt8(truncatingIfNeeded: hash >> (60 - 4 * index)) & 0xF
+                digits[index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+            }
+            return 16
+        }
+    }
+
+    /// FNV-1a, 64 bits, over `bytes` (through a pointer: the array's iterator cost more).
+    private static func fnv1a(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in json {
+        for byte in bytes {
             hash ^= UInt64(byte)
             hash &*= 0x0000_0100_0000_01b3
         }
-        let hex = String(hash, radix: 16)
-        version = String(repeating: "0", count: 16 - hex.count) + hex
+        return hash
     }
 
     public init(_ document: JSON) {

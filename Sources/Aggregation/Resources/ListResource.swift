@@ -130,14 +130,9 @@ public struct ListResource {
     /// `{item…,detail…}`: the texts of an item and of its details (which add only new
     /// members), spliced.
     private static func spliced(_ item: RawJSON, _ details: RawJSON) -> JSON {
-        if details.text.count == 2 { return .raw(item) }
-        if item.text.count == 2 { return .raw(details) }
-        var text: [UInt8] = []
-        text.reserveCapacity(item.text.count + details.text.count)
-        text.append(contentsOf: item.text.dropLast())
-        text.append(UInt8(ascii: ","))
-        text.append(contentsOf: details.text.dropFirst())
-        return RawJSON(splicedText: text).map(JSON.raw) ?? .object(item.members + details.members)
+        if details.textCount == 2 { return .raw(item) }
+        if item.textCount == 2 { return .raw(details) }
+        return RawJSON(splicedText: RawJSON.splicing(item, details)).map(JSON.raw) ?? .object(item.members + details.members)
     }
 
     func error(_ code: ResourceError.Code, _ path: String, _ message: String) -> ResourceError {
