@@ -126,6 +126,27 @@ struct JSONKeptTextTests {
         #expect(try kept("{}").objectValue?.isEmpty == true)
     }
 
+    @Test("string and object values read straight from the text are the ones parsing gives")
+    func plainValues() throws {
+        let text = "{\"u\":\"\u{212A}é\",\"e\":\"\",\"q\":\"}\",\"eo\":{},\"o\":{\"s\":\"{\"},\"a\":[\"x\"],\"n\":0}"
+        let document = try kept(text)
+        guard case .raw = document else {
+            Issue.record("a canonical object did not keep its text")
+            return
+        }
+        let tree = try JSON(parsing: Array(text.utf8))
+        for name in ["u", "e", "q", "eo", "o", "a", "n"] {
+            #expect(document[name] == tree[name], "member \(name)")
+            #expect(document[name]?.serialized == tree[name]?.serialized, "member \(name)")
+        }
+        #expect(document["u"] == .string("\u{212A}é"))
+        #expect(document["o"]?["s"] == .string("{"))
+        guard case .raw? = document["eo"] else {
+            Issue.record("an object read from the text did not keep its text")
+            return
+        }
+    }
+
     @Test("names compare as strings do: canonically equivalent names are equal, as when parsed")
     func unicodeNames() throws {
         // U+212A KELVIN SIGN is canonically equivalent to K; é precomposed to e + U+0301.
@@ -155,6 +176,14 @@ struct JSONKeptTextTests {
             ("{\"\u{212A}\":1}", #"{"K":2}"#),
             ("{" + (0..<17).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}", #"{"k3":0,"extra":1}"#),
             ("{" + (0..<17).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}", #"{"extra":1}"#),
+            ("{" + (0..<16).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}", #"{"k15":0}"#),
+            ("{" + (0..<16).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}", #"{"k16":0}"#),
+            // Names told apart by their first bytes, or not: a shared first letter, empty names.
+            (#"{"id":"a"}"#, #"{"ids":1,"i":2,"idx":3,"Id":4}"#),
+            (#"{"":1}"#, #"{"a":2}"#), (#"{"a":1}"#, #"{"":2}"#), (#"{"":1}"#, #"{"":2}"#),
+            // An ASCII first letter against a non-ASCII one, both ways; a combining mark after it.
+            (#"{"K":1}"#, "{\"\u{212A}\":2}"), ("{\"e\u{301}\":1}", "{\"é\":2}"), ("{\"é\":1}", "{\"e\u{301}\":2}"),
+            (#"{"e":1}"#, "{\"e\u{301}\":2}"), ("{\"é\":1}", #"{"e":2}"#), ("{\"éa\":1}", "{\"éb\":2}"),
         ]
         for (item, details) in cases {
             let merged = try merge(item, details)

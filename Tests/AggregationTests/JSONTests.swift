@@ -93,7 +93,7 @@ struct JSONTests {
         #expect(a.version.count == 16)
     }
 
-    @Test("a snapshot's version is FNV-1a 64 of its bytes, as before the hash read words (clients keep it across restarts)")
+    @Test("a snapshot's version is FNV-1a 64 of its bytes, as it always was (clients keep it across restarts)")
     func snapshotVersionValues() {
         // Known FNV-1a vectors, a text of whole words and a tail, every byte value, and around one word.
         #expect(Snapshot(json: []).version == "cbf29ce484222325")
