@@ -37,6 +37,11 @@ public enum FuzzChecks {
         guard let kept = try? JSON(parsing: Array(bytes), keepingObjectText: true) else { preconditionFailure("keeping text refused a document") }
         precondition(kept == document && document == kept, "keeping text changed the document")
         precondition(kept.serialized == text, "a kept text differs from the serialized tree")
+        // Members read from a kept object's text (names compared in place, strings and objects
+        // read without a parser) are the ones the parsed tree holds.
+        for member in document.objectValue?.prefix(32) ?? [] {
+            precondition(kept[member.key] == document[member.key], "a member read from kept text differs")
+        }
         guard case .array(let pair) = document, pair.count == 2 else { return }
         if let keptPair = kept.arrayValue, let spliced = ListResource.merge(keptPair[0], details: keptPair[1]) {
             precondition(spliced.serialized == ListResource.merge(pair[0], details: pair[1])?.serialized, "a spliced merge differs")
