@@ -228,8 +228,10 @@ struct JSONParser {
             depth -= 1
             return .array(elements)
         }
-        // As for members: growing from empty allocates at 1, 2, 4 and 8 elements.
-        elements.reserveCapacity(4)
+        // As for members: growing from empty allocates at 1, 2, 4 and 8 elements. An array in
+        // kept text is a list's items, kept objects that cost little room each: room for 16
+        // saves growing twice for a list of up to 16 (a /groups list is read so per request).
+        elements.reserveCapacity(textIsCanonical ? 16 : 4)
         while true {
             skipWhitespace()
             elements.append(try parseValue())

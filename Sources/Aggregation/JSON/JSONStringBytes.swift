@@ -8,6 +8,9 @@ import Libevent
 enum JSONStringBytes {
     /// The offset of the first byte from `position` on that needs a look: `"`, `\`, a control
     /// character (< 0x20) or a non-ASCII byte (≥ 0x80); `bytes.count` when there is none.
+    /// Inlined into its two callers (the scanner's and the parser's string loops): most
+    /// strings are a word or two long, and a call per string cost about as much as its search.
+    @inline(__always)
     static func endOfPlainText(in bytes: UnsafeBufferPointer<UInt8>, from position: Int) -> Int {
         let raw = UnsafeRawBufferPointer(bytes)
         var position = position
