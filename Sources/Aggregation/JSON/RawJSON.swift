@@ -45,8 +45,8 @@ public struct RawJSON: Sendable {
     var textCount: Int { Int(end - start) }
 
     /// Appends ``text`` to `output` as one copy of contiguous bytes: appending the
-    /// `ArraySlice` went through the generic `append(contentsOf:)` (~1k instructions per kept
-    /// object written, most of a `/groups` answer's serializing).
+    /// `ArraySlice` went through the generic `append(contentsOf:)` (~700 instructions more
+    /// per kept object written, most of a `/groups` answer's serializing).
     func appendText(to output: inout [UInt8]) {
         source.withUnsafeBufferPointer { buffer in
             output.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[Int(start)..<Int(end)]))
@@ -97,8 +97,8 @@ public struct RawJSON: Sendable {
     /// members from their text and this object has at most 16. Compared in place, without
     /// building any member: this object's names are noted (their ranges, on the stack), then
     /// each of `other`'s is compared with them, so each text is read once. Two plain loops
-    /// over ``CanonicalTextReader``, no closure per member: through ``walkMembers(of:from:_:)``
-    /// this cost ~800 instructions per merged item.
+    /// over ``CanonicalTextReader``; the names compared by ``namesAreEqual(_:_:)``, which
+    /// tells most different names apart by their first bytes.
     func sharesMemberName(with other: RawJSON) -> Bool? {
         guard parsedMembers == nil, other.parsedMembers == nil else { return nil }
         return source.withUnsafeBufferPointer { buffer -> Bool? in
@@ -199,9 +199,10 @@ public struct RawJSON: Sendable {
     /// The string or object at `position` in canonical `buffer` (which points into `source`),
     /// read as ``JSONParser`` reads canonical text, without setting up a parser: the values
     /// most read from kept objects are an item's id and a detail answer's `result` object.
-    /// A string there has no escapes and is valid UTF-8 (the scanner checked it), so its
-    /// bytes between the quotes are its text; an object is kept as its text. Nil for other
-    /// values (and an object whose offsets do not fit), which the parser reads.
+    /// A string there has no escapes and is valid UTF-8 (checked when the body was read, also
+    /// in a splice of such texts), so its bytes between the quotes are its text; an object
+    /// is kept as its text. Nil for other values (and an object whose offsets do not fit),
+    /// which the parser reads.
     private static func plainValue(in buffer: UnsafeBufferPointer<UInt8>, of source: [UInt8], at position: Int) -> JSON? {
         guard position < buffer.count else { return nil }
         switch buffer[position] {

@@ -20,7 +20,8 @@ public struct Snapshot: Sendable, Equatable {
         }
     }
 
-    /// FNV-1a, 64 bits, over `bytes` (through a pointer: the array's iterator cost more).
+    /// FNV-1a, 64 bits, over `bytes`: the version's hash since the first release, which
+    /// clients keep (`ETag`, `Last-Event-ID`) across restarts, so it must not change.
     private static func fnv1a(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
