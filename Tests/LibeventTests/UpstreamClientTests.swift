@@ -74,6 +74,33 @@ struct UpstreamClientTests {
         await upstream.shutdown()
     }
 
+    @Test("a keep-alive connection idle longer than connectionTimeout is not reused; a call's latency runs from its start to its answer")
+    func idleLimitAndLatency() async throws {
+        let upstream = try await ScriptedUpstream.start { _ in .json("{}", delay: .milliseconds(50)) }
+        let base = try BaseURL(upstream.baseURL)
+        let harness = try await Harness(.init(connectionTimeout: .milliseconds(300)))
+        var calls: [LoopBound<UpstreamCall>] = []
+        for id in 0..<2 {
+            calls.append(try await harness.start(id, UpstreamRequest(base: base, path: "/x")))
+            #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[id] != nil })
+        }
+        // The limit is a span of time: nothing but its passing can be awaited.
+        try await Task.sleep(for: .milliseconds(500))
+        calls.append(try await harness.start(2, UpstreamRequest(base: base, path: "/x")))
+        #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[2] != nil })
+        for outcome in harness.outcomes.value.values { #expect(try outcome.get().status == 200) }
+        let ports = upstream.requests.map(\.clientPort)
+        #expect(ports.count == 3)
+        #expect(ports[0] == ports[1])
+        #expect(ports[2] != ports[1])
+        for call in calls {
+            let latency = try await harness.thread.run { _ in call.value.latency }
+            #expect(latency.map { $0 >= .milliseconds(50) && $0 < .seconds(5) } == true)
+        }
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
     @Test("a host name is resolved on the loop (localhost, from /etc/hosts), its connection reused, and Host carries the name")
     func hostNameIsResolved() async throws {
         let upstream = try await ScriptedUpstream.start { _ in .json("{}") }

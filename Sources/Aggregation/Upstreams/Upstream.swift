@@ -111,8 +111,6 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
     private var attempt = 0
     private var call: UpstreamCall?
     private var backoff: LoopTimer?
-    /// When the call in flight started (its ``UpstreamCall/startedAt``: one clock read per call).
-    private var attemptStarted: ContinuousClock.Instant?
     /// The breaker's ticket for the call in flight, to report its outcome with.
     private var ticket: CircuitBreaker.Ticket?
 
@@ -160,8 +158,9 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
             base: upstream.base, path: path, headers: headers,
             timeout: upstream.policy.timeout, maxResponseBytes: upstream.policy.maxResponseBytes)
         call = upstream.client.execute(request) { [self] result in
+            // The call's own start and end: no clock reading here.
+            if let latency = call?.latency { upstream.metrics.latency.record(latency) }
             call = nil
-            if let attemptStarted { upstream.metrics.latency.recordInterval(since: attemptStarted) }
             switch result {
             case .success(let response):
                 report(response.status >= 500 ? .failure : .success)
@@ -171,7 +170,6 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
                 failed(ResourceError(error, upstream: upstream.name, path: path), retryable: error.isRetryable)
             }
         }
-        attemptStarted = call?.startedAt
     }
 
     /// Tells the breaker how the call in flight ended (once).

@@ -31,8 +31,8 @@ final class UpstreamMetrics {
 }
 
 extension CoreMetrics.Timer {
-    func recordInterval(since start: ContinuousClock.Instant) {
-        let (seconds, attoseconds) = (ContinuousClock.now - start).components
+    func record(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
         recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

@@ -75,7 +75,7 @@ final class ConnectionPool {
         while openCount > self.capacity || budget.isOverLimit, let connection = idle.popLast() {
             close(connection)
         }
-        dispatchWaiting()
+        dispatchWaiting(at: .now)
     }
 
     /// Connections open or in use.
@@ -86,15 +86,16 @@ final class ConnectionPool {
     /// Slots the line holds: waiting calls and those of calls that left, not compacted yet.
     var slotCount: Int { waiting.count - waitingHead }
 
-    func enqueue(_ call: UpstreamCall) {
-        if let connection = checkOut() {
+    /// Dispatches `call` or puts it in line; `now`: a clock reading the caller took just before.
+    func enqueue(_ call: UpstreamCall, at now: ContinuousClock.Instant) {
+        if let connection = checkOut(at: now) {
             dispatch(call, on: connection)
         } else if queuedCount >= maxQueue {
             call.refuse(.saturated, "\(maxQueue) calls already wait for one of \(capacity) connections to \(origin)")
         } else {
             waiting.append(call)
             queuedCount += 1
-            if openCount < capacity && budget.starve(member) { dispatchWaiting() }
+            if openCount < capacity && budget.starve(member) { dispatchWaiting(at: now) }
             if budget.isContended { publishDemand() }
         }
     }
@@ -110,12 +111,12 @@ final class ConnectionPool {
         }
     }
 
-    /// Takes back a connection after `call` ended; a connection that cannot be reused
+    /// Takes back a connection after `call` ended at `now`; a connection that cannot be reused
     /// is freed on a later loop turn (this may run inside its own libevent callback).
-    func checkIn(_ connection: any UpstreamConnection, from call: UpstreamCall, reusable: Bool) {
+    func checkIn(_ connection: any UpstreamConnection, from call: UpstreamCall, reusable: Bool, at now: ContinuousClock.Instant) {
         removeActive(call)
         if budget.isContended { publishDemand() }
-        let keepable = reusable && connection.isReusable && openCount <= capacity && !budget.isOverLimit
+        let keepable = reusable && connection.isReusable(at: now) && openCount <= capacity && !budget.isOverLimit
         if keepable && !owesConnection(keeping: true) {
             idle.append(connection)
         } else if keepable {
@@ -123,7 +124,7 @@ final class ConnectionPool {
         } else {
             close(connection)
         }
-        dispatchWaiting()
+        dispatchWaiting(at: now)
     }
 
     /// Whether another pool starves and this one should give it a connection rather than
@@ -169,8 +170,9 @@ final class ConnectionPool {
     func lendIdle() {
         // Idle connections the upstream closed first: they hold budget and carry nothing.
         var usable: [any UpstreamConnection] = []
+        let now = ContinuousClock.now
         for connection in idle {
-            if connection.isReusable { usable.append(connection) } else { close(connection) }
+            if connection.isReusable(at: now) { usable.append(connection) } else { close(connection) }
         }
         idle = usable
         let demand = currentDemand
@@ -201,12 +203,12 @@ final class ConnectionPool {
         guard openCount < capacity, !budget.isOverLimit, let socket = lent.take() else { return }
         openCount += 1
         idle.append(client.adoptConnection(socket, to: origin))
-        dispatchWaiting()
+        dispatchWaiting(at: .now)
     }
 
     /// A connection was given back to the budget while this pool starved: takes it if it can.
     func budgetFreed() {
-        dispatchWaiting()
+        dispatchWaiting(at: .now)
     }
 
     /// Frees `connection` on a later loop turn (this may run inside its own libevent
@@ -229,9 +231,10 @@ final class ConnectionPool {
         _ = discarding
     }
 
-    private func checkOut() -> (any UpstreamConnection)? {
+    /// An idle connection still reusable at `now`, or a new one when the limits allow.
+    private func checkOut(at now: ContinuousClock.Instant) -> (any UpstreamConnection)? {
         while let connection = idle.popLast() {
-            if connection.isReusable { return connection }
+            if connection.isReusable(at: now) { return connection }
             close(connection)
         }
         guard openCount < capacity, !owesConnection(keeping: false), budget.take() else { return nil }
@@ -243,16 +246,18 @@ final class ConnectionPool {
         return connection
     }
 
-    private func dispatchWaiting() {
+    /// Dispatches the waiting calls while connections are to be had; `now`: a clock reading
+    /// the caller took just before.
+    private func dispatchWaiting(at now: ContinuousClock.Instant) {
         while waitingHead < waiting.count {
             let call = waiting[waitingHead]
             guard call.isQueued else {
                 advanceWaiting()
                 continue
             }
-            guard let connection = checkOut() else {
+            guard let connection = checkOut(at: now) else {
                 // Starving now: a connection given back just before was not seen as wanted.
-                if openCount < capacity && budget.starve(member) { dispatchWaiting() }
+                if openCount < capacity && budget.starve(member) { dispatchWaiting(at: now) }
                 if budget.isContended { publishDemand() }
                 return
             }

@@ -80,7 +80,7 @@ final class EvhttpConnection: UpstreamConnection {
     /// Content-Length): evhttp would read them as the start of the next answer, which could
     /// then be any other caller's. And a TLS session cannot be resumed on a new socket by
     /// evhttp, so a connection that was reset is replaced instead.
-    var isReusable: Bool { evbuffer_get_length(input) == 0 && isConnected }
+    func isReusable(at now: ContinuousClock.Instant) -> Bool { evbuffer_get_length(input) == 0 && isConnected }
 
     /// evhttp's connection owns its bufferevent (and TLS state): it cannot move between loops.
     func detachSocket() -> LentSocket? { nil }
@@ -150,7 +150,7 @@ final class EvhttpConnection: UpstreamConnection {
             call.answered(UpstreamResponse(
                 status: Int(evhttp_request_get_response_code(raw)),
                 headers: call.request.keepsResponseHeaders ? HeaderList.entries(of: evhttp_request_get_input_headers(raw)) : [],
-                body: evhttp_request_get_input_buffer(raw).map(EventBuffer.bytes(of:)) ?? []), reusable: true)
+                body: evhttp_request_get_input_buffer(raw).map(EventBuffer.bytes(of:)) ?? []), reusable: true, at: .now)
         } else {
             let (kind, detail) = failure()
             call.failed(kind, detail)

@@ -100,11 +100,11 @@ final class SocketConnection: UpstreamConnection {
         if let writeEvent { event_free(writeEvent) }
     }
 
-    var isReusable: Bool {
+    func isReusable(at now: ContinuousClock.Instant) -> Bool {
         guard call == nil else { return false }
         switch phase {
         case .fresh: return true
-        case .open: return idleSince.map { .now - $0 < limits.connectionTimeout } ?? true
+        case .open: return idleSince.map { now - $0 < limits.connectionTimeout } ?? true
         case .resolving, .connecting, .closed: return false
         }
     }
@@ -317,8 +317,10 @@ final class SocketConnection: UpstreamConnection {
         self.parser = nil
         inactivity?.cancel()
         let reusable = parser.keepsAlive && !leavingBytes && outputSent == output.count
-        if reusable { idleSince = .now } else { close() }
-        call.answered(parser.response, reusable: reusable)
+        // One clock reading: the call's end (its latency) and the connection's idle start.
+        let now = ContinuousClock.now
+        if reusable { idleSince = now } else { close() }
+        call.answered(parser.response, reusable: reusable, at: now)
     }
 
     // MARK: - Ending

@@ -30,6 +30,12 @@ public final class UpstreamCall {
     public let startedAt: ContinuousClock.Instant
     /// When the deadline passes: ``UpstreamRequest/timeout`` after the call was made.
     let due: ContinuousClock.Instant
+    /// How long the call took, from ``startedAt`` to its end (nil until it ended). An answered
+    /// call ends at the clock reading its connection took as the answer came (the one that
+    /// starts the connection's idle time): its latency costs no reading of its own. A
+    /// `Duration`, not the instant: an optional of the resilient `ContinuousClock.Instant`
+    /// costs a type metadata lookup wherever it is stored, copied or destroyed.
+    public private(set) var latency: Duration?
     /// Whether the call already went again after losing a reused connection.
     private var wentAgain = false
     /// Where the pool keeps the call while it is on a connection (-1: not there).
@@ -58,7 +64,7 @@ public final class UpstreamCall {
     func start(deadlines: CallDeadlines) {
         self.deadlines = deadlines
         deadlines.start(self)
-        pool.enqueue(self)
+        pool.enqueue(self, at: startedAt)
     }
 
     /// Called by ``CallDeadlines`` once ``UpstreamRequest/timeout`` has passed (the call is
@@ -96,14 +102,14 @@ public final class UpstreamCall {
 
     // MARK: - Ending
 
-    /// The connection read the answer; `reusable`: it may carry another request.
-    func answered(_ response: UpstreamResponse, reusable: Bool) {
-        end(.success(response), reusable: reusable)
+    /// The connection read the answer at `now`; `reusable`: it may carry another request.
+    func answered(_ response: UpstreamResponse, reusable: Bool, at now: ContinuousClock.Instant) {
+        end(.success(response), reusable: reusable, at: now)
     }
 
     /// The connection failed to get an answer (and is not reused).
     func failed(_ kind: UpstreamError.Kind, _ detail: String) {
-        end(.failure(error(kind, detail)), reusable: false)
+        end(.failure(error(kind, detail)), reusable: false, at: .now)
     }
 
     /// A connection that had carried earlier answers broke before any byte of this one's: the
@@ -117,14 +123,15 @@ public final class UpstreamCall {
         }
         wentAgain = true
         state = .queued
-        pool.checkIn(connection, from: self, reusable: false)
-        pool.enqueue(self)
+        let now = ContinuousClock.now
+        pool.checkIn(connection, from: self, reusable: false, at: now)
+        pool.enqueue(self, at: now)
     }
 
-    private func end(_ result: Result<UpstreamResponse, UpstreamError>, reusable: Bool) {
+    private func end(_ result: Result<UpstreamResponse, UpstreamError>, reusable: Bool, at now: ContinuousClock.Instant) {
         guard case .inFlight(let connection) = state else { return }
-        finish()
-        pool.checkIn(connection, from: self, reusable: reusable)
+        finish(at: now)
+        pool.checkIn(connection, from: self, reusable: reusable, at: now)
         deliver(result)
     }
 
@@ -132,11 +139,12 @@ public final class UpstreamCall {
     /// connection, which closes; a queued one leaves the line.
     private func stop() {
         let ending = state
-        finish()
+        let now = ContinuousClock.now
+        finish(at: now)
         switch ending {
         case .inFlight(let connection):
             connection.withdraw()
-            pool.checkIn(connection, from: self, reusable: false)
+            pool.checkIn(connection, from: self, reusable: false, at: now)
         case .queued:
             pool.withdraw(self)
         case .finished:
@@ -144,8 +152,9 @@ public final class UpstreamCall {
         }
     }
 
-    private func finish() {
+    private func finish(at now: ContinuousClock.Instant = .now) {
         state = .finished
+        latency = now - startedAt
         if let deadlines {
             self.deadlines = nil
             deadlines.ended(self)

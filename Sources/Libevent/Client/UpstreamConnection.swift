@@ -15,9 +15,9 @@ protocol UpstreamConnection: AnyObject {
     /// connection closes, so the upstream sees it, and reports nothing more.
     func withdraw()
 
-    /// Whether it can carry another request: connected or able to reconnect, with nothing
-    /// left over from the last answer.
-    var isReusable: Bool { get }
+    /// Whether it can carry another request at `now` (a clock reading the caller already
+    /// has): connected or able to reconnect, with nothing left over from the last answer.
+    func isReusable(at now: ContinuousClock.Instant) -> Bool
 
     /// Takes the socket of an idle, open connection out of it, for another loop's pool to
     /// adopt (``ConnectionPool``'s lending): its events leave this loop, and the connection is
