@@ -110,13 +110,14 @@ final class SocketConnection: UpstreamConnection {
     }
 
     func send(_ call: UpstreamCall) {
-        let request = call.request
         self.call = call
         answerStarted = false
+        // The request is read where the call keeps it: a copy costs a retain and a release of
+        // each of its strings and arrays.
         parser = HTTPResponseParser(
-            limits: .init(maxHeadBytes: limits.maxResponseHeaderBytes, maxBodyBytes: min(request.maxResponseBytes, limits.maxResponseBytes)),
-            keepsHeaders: request.keepsResponseHeaders, expectsBody: request.method != .head)
-        writeRequest(request)
+            limits: .init(maxHeadBytes: limits.maxResponseHeaderBytes, maxBodyBytes: min(call.request.maxResponseBytes, limits.maxResponseBytes)),
+            keepsHeaders: call.request.keepsResponseHeaders, expectsBody: call.request.method != .head)
+        writeRequest(call.request)
         switch phase {
         case .fresh: connect()
         case .open: flush()

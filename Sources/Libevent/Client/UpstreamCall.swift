@@ -42,9 +42,10 @@ public final class UpstreamCall {
     var activeIndex = -1
 
     init(request: UpstreamRequest, pool: ConnectionPool, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void) {
-        self.request = request
         startedAt = .now
         due = startedAt + request.timeout
+        // Last: the request moves in, not copied.
+        self.request = request
         self.pool = pool
         self.completion = completion
     }

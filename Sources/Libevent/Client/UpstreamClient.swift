@@ -87,11 +87,14 @@ public final class UpstreamClient {
     }
 
     /// Starts a call; `completion` runs once on the loop unless the call is cancelled.
+    /// `consuming`: a caller that hands over its last copy of the request saves the call a
+    /// copy of it (a retain and a release of each of its strings and arrays).
     @discardableResult
     public func execute(
-        _ request: UpstreamRequest, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void
+        _ request: consuming UpstreamRequest, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void
     ) -> UpstreamCall {
-        let call = UpstreamCall(request: request, pool: pool(for: request.base.origin), completion: completion)
+        let pool = pool(for: request.base.origin)
+        let call = UpstreamCall(request: request, pool: pool, completion: completion)
         call.start(deadlines: deadlines)
         return call
     }
