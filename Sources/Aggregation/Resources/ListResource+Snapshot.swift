@@ -27,16 +27,16 @@ extension ListResource {
 /// that starts it (a refused call, an id that names no path), so starting is a loop that such
 /// a completion re-enters only to record its result.
 private final class ListFanOut: Cancellable {
-    private let resource: ListResource
+    fileprivate let resource: ListResource
     private let trace: TraceContext
     /// Nil once the result was delivered or the snapshot cancelled: late completions are ignored.
     private var onResult: ((Result<JSON, ResourceError>) -> Void)?
     private var listFetch: FetchSink<[JSON]>?
-    private var items: [JSON] = []
+    fileprivate private(set) var items: [JSON] = []
     /// Each item merged with its details (or marked, or nil when dropped), in list order.
     private var merged: [JSON?] = []
     /// The detail fetches in flight, by item index.
-    private var fetches: [FetchSink<JSON?>?] = []
+    private var fetches: [DetailFetch?] = []
     private var nextItem = 0
     private var inFlight = 0
     private var finishedCount = 0
@@ -105,14 +105,13 @@ private final class ListFanOut: Cancellable {
                 .invalidItemID, resource.definition.listPath,
                 "an item of \(resource.definition.listPath) has no usable `\(resource.definition.idMember)`")))
         }
-        let sink = FetchSink<JSON?> { [self] result in detailEnded(index, result) }
-        fetches[index] = sink
-        let resource = self.resource
-        resource.upstream.json(path, trace: trace, keepingObjectText: true) { document in resource.merged(item, withDetailsFrom: document, path: path) }
-            .receive(subscriber: sink)
+        let detail = DetailFetch(fanOut: self, index: index, path: path)
+        fetches[index] = detail
+        resource.upstream.json(path, trace: trace, keepingObjectText: true) { [detail] document in detail.merged(document) }
+            .receive(subscriber: detail)
     }
 
-    private func detailEnded(_ index: Int, _ result: Result<JSON?, ResourceError>) {
+    fileprivate func detailEnded(_ index: Int, _ result: Result<JSON?, ResourceError>) {
         guard onResult != nil else { return }
         fetches[index] = nil
         inFlight -= 1
@@ -137,6 +136,64 @@ private final class ListFanOut: Cancellable {
         self.onResult = nil
         cancelFetches()
         onResult(result)
+    }
+}
+
+/// One item's detail fetch: the subscriber of its ``Upstream/FetchJSON``, which reports the item
+/// merged with its details (or the failure) to the fan-out, and what the fetch's `read` merges
+/// with. Per item, this one object replaces a generic sink, its closure and a closure that
+/// held a copy of the resource (a struct of a dozen references), the item and the path: two
+/// allocations and a dozen retains and releases fewer.
+private final class DetailFetch: Subscriber {
+    typealias Input = JSON?
+    typealias Failure = ResourceError
+
+    /// Strong, as the fan-out holds the fetch: the two let go of each other when it ends.
+    private let fanOut: ListFanOut
+    private let index: Int
+    private let path: String
+    private var subscription: (any Subscription)?
+    /// Whether it reported, or was cancelled: nothing more goes to the fan-out then.
+    private var isOver = false
+
+    init(fanOut: ListFanOut, index: Int, path: String) {
+        self.fanOut = fanOut
+        self.index = index
+        self.path = path
+    }
+
+    /// The fetch's `read`: the item merged with the details in `document`.
+    func merged(_ document: JSON) -> Result<JSON?, ResourceError> {
+        fanOut.resource.merged(fanOut.items[index], withDetailsFrom: document, path: path)
+    }
+
+    func receive(subscription: any Subscription) {
+        guard !isOver else { return subscription.cancel() }
+        self.subscription = subscription
+        subscription.request(.max(1))
+    }
+
+    func receive(_ input: JSON?) -> Subscribers.Demand {
+        subscription = nil
+        report(.success(input))
+        return .none
+    }
+
+    func receive(completion: Subscribers.Completion<ResourceError>) {
+        subscription = nil
+        if case .failure(let error) = completion { report(.failure(error)) }
+    }
+
+    func cancel() {
+        isOver = true
+        subscription?.cancel()
+        subscription = nil
+    }
+
+    private func report(_ result: Result<JSON?, ResourceError>) {
+        guard !isOver else { return }
+        isOver = true
+        fanOut.detailEnded(index, result)
     }
 }
 
