@@ -159,7 +159,7 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
             timeout: upstream.policy.timeout, maxResponseBytes: upstream.policy.maxResponseBytes)
         call = upstream.client.execute(request) { [self] result in
             // The call's own start and end: no clock reading here.
-            if let latency = call?.latency { upstream.metrics.latency.record(latency) }
+            if let latency = call?.latencyNanoseconds { upstream.metrics.latency.recordNanoseconds(latency) }
             call = nil
             switch result {
             case .success(let response):

@@ -29,10 +29,3 @@ final class UpstreamMetrics {
         counter.increment()
     }
 }
-
-extension CoreMetrics.Timer {
-    func record(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}

@@ -15,7 +15,9 @@
 final class CallDeadlines {
     private final class Line {
         let timeout: Duration
-        /// The calls in the order they started, from `head` on (with their ``UpstreamCall/due``).
+        /// `timeout` in nanoseconds: a call's deadline is that long after its start.
+        let timeoutNanoseconds: Int64
+        /// The calls in the order they started, from `head` on.
         var calls: ContiguousArray<UpstreamCall> = []
         var head = 0
         /// Calls from `head` on that have ended.
@@ -27,6 +29,12 @@ final class CallDeadlines {
 
         init(timeout: Duration) {
             self.timeout = timeout
+            timeoutNanoseconds = MonotonicInstant.nanoseconds(of: timeout)
+        }
+
+        /// When `call`'s deadline passes.
+        func due(_ call: UpstreamCall) -> MonotonicInstant {
+            call.startedAt.advanced(byNanoseconds: timeoutNanoseconds)
         }
 
         var liveCount: Int { calls.count - head - ended }
@@ -44,7 +52,7 @@ final class CallDeadlines {
     /// Calls in a line (live or ended, not yet dropped): what the lines cost in memory.
     var entryCount: Int { lines.reduce(0) { $0 + $1.calls.count - $1.head } }
 
-    /// Starts `call`'s deadline (its ``UpstreamCall/due``, ``UpstreamRequest/timeout`` after
+    /// Starts `call`'s deadline (``UpstreamRequest/timeout`` after
     /// it started): once passed, the line calls ``UpstreamCall/deadlinePassed()``, unless the
     /// call reported ``ended(_:)`` before.
     func start(_ call: UpstreamCall) {
@@ -91,7 +99,7 @@ final class CallDeadlines {
     private func fire(_ line: Line) {
         line.isArmed = false
         line.isFiring = true
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         while line.head < line.calls.count {
             let call = line.calls[line.head]
             if call.isFinished {
@@ -99,7 +107,7 @@ final class CallDeadlines {
                 line.ended -= 1
                 continue
             }
-            guard call.due <= now else { break }
+            guard line.due(call) <= now else { break }
             line.head += 1
             // The call is out of the line before it ends: its end is not an `ended` report.
             call.deadlinePassed()
@@ -107,7 +115,7 @@ final class CallDeadlines {
         line.isFiring = false
         dropEndedAtFront(of: line)
         if line.head < line.calls.count {
-            arm(line, after: line.calls[line.head].due - now)
+            arm(line, after: .nanoseconds(line.due(line.calls[line.head]).nanoseconds(since: now)))
         }
     }
 

@@ -87,7 +87,7 @@ final class ConnectionPool {
     var slotCount: Int { waiting.count - waitingHead }
 
     /// Dispatches `call` or puts it in line; `now`: a clock reading the caller took just before.
-    func enqueue(_ call: UpstreamCall, at now: ContinuousClock.Instant) {
+    func enqueue(_ call: UpstreamCall, at now: MonotonicInstant) {
         if let connection = checkOut(at: now) {
             dispatch(call, on: connection)
         } else if queuedCount >= maxQueue {
@@ -113,7 +113,7 @@ final class ConnectionPool {
 
     /// Takes back a connection after `call` ended at `now`; a connection that cannot be reused
     /// is freed on a later loop turn (this may run inside its own libevent callback).
-    func checkIn(_ connection: any UpstreamConnection, from call: UpstreamCall, reusable: Bool, at now: ContinuousClock.Instant) {
+    func checkIn(_ connection: any UpstreamConnection, from call: UpstreamCall, reusable: Bool, at now: MonotonicInstant) {
         removeActive(call)
         if budget.isContended { publishDemand() }
         let keepable = reusable && connection.isReusable(at: now) && openCount <= capacity && !budget.isOverLimit
@@ -170,7 +170,7 @@ final class ConnectionPool {
     func lendIdle() {
         // Idle connections the upstream closed first: they hold budget and carry nothing.
         var usable: [any UpstreamConnection] = []
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         for connection in idle {
             if connection.isReusable(at: now) { usable.append(connection) } else { close(connection) }
         }
@@ -232,7 +232,7 @@ final class ConnectionPool {
     }
 
     /// An idle connection still reusable at `now`, or a new one when the limits allow.
-    private func checkOut(at now: ContinuousClock.Instant) -> (any UpstreamConnection)? {
+    private func checkOut(at now: MonotonicInstant) -> (any UpstreamConnection)? {
         while let connection = idle.popLast() {
             if connection.isReusable(at: now) { return connection }
             close(connection)
@@ -248,7 +248,7 @@ final class ConnectionPool {
 
     /// Dispatches the waiting calls while connections are to be had; `now`: a clock reading
     /// the caller took just before.
-    private func dispatchWaiting(at now: ContinuousClock.Instant) {
+    private func dispatchWaiting(at now: MonotonicInstant) {
         while waitingHead < waiting.count {
             let call = waiting[waitingHead]
             guard call.isQueued else {

@@ -80,7 +80,7 @@ final class EvhttpConnection: UpstreamConnection {
     /// Content-Length): evhttp would read them as the start of the next answer, which could
     /// then be any other caller's. And a TLS session cannot be resumed on a new socket by
     /// evhttp, so a connection that was reset is replaced instead.
-    func isReusable(at now: ContinuousClock.Instant) -> Bool { evbuffer_get_length(input) == 0 && isConnected }
+    func isReusable(at now: MonotonicInstant) -> Bool { evbuffer_get_length(input) == 0 && isConnected }
 
     /// evhttp's connection owns its bufferevent (and TLS state): it cannot move between loops.
     func detachSocket() -> LentSocket? { nil }

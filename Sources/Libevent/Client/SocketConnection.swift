@@ -65,7 +65,9 @@ final class SocketConnection: UpstreamConnection {
     /// that forgot the flow silently would leave its next call without an answer until that
     /// call's deadline, where a new connection answers now. Checked when the pool reuses the
     /// connection rather than with a timer per idle connection.
-    private var idleSince: ContinuousClock.Instant?
+    private var idleSince: MonotonicInstant?
+    /// ``UpstreamClient/Configuration/connectionTimeout`` in nanoseconds, for the idle check.
+    private let idleLimit: Int64
     /// Whether the call in flight got any byte of its answer yet.
     private var answerStarted = false
 
@@ -75,6 +77,7 @@ final class SocketConnection: UpstreamConnection {
         self.resolver = resolver
         self.receiveBuffer = receiveBuffer
         self.limits = limits
+        idleLimit = MonotonicInstant.nanoseconds(of: limits.connectionTimeout)
     }
 
     /// A connection over a socket another loop's pool lent (``UpstreamConnection/detachSocket()``):
@@ -100,11 +103,11 @@ final class SocketConnection: UpstreamConnection {
         if let writeEvent { event_free(writeEvent) }
     }
 
-    func isReusable(at now: ContinuousClock.Instant) -> Bool {
+    func isReusable(at now: MonotonicInstant) -> Bool {
         guard call == nil else { return false }
         switch phase {
         case .fresh: return true
-        case .open: return idleSince.map { now - $0 < limits.connectionTimeout } ?? true
+        case .open: return idleSince.map { now.nanoseconds(since: $0) < idleLimit } ?? true
         case .resolving, .connecting, .closed: return false
         }
     }
@@ -319,7 +322,7 @@ final class SocketConnection: UpstreamConnection {
         inactivity?.cancel()
         let reusable = parser.keepsAlive && !leavingBytes && outputSent == output.count
         // One clock reading: the call's end (its latency) and the connection's idle start.
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         if reusable { idleSince = now } else { close() }
         call.answered(parser.response, reusable: reusable, at: now)
     }

@@ -26,16 +26,14 @@ public final class UpstreamCall {
     /// The client's deadlines, while the call is in one of their lines (until it ends or its
     /// deadline passes).
     private var deadlines: CallDeadlines?
-    /// When the call was made (its latency counts from there).
-    public let startedAt: ContinuousClock.Instant
-    /// When the deadline passes: ``UpstreamRequest/timeout`` after the call was made.
-    let due: ContinuousClock.Instant
-    /// How long the call took, from ``startedAt`` to its end (nil until it ended). An answered
-    /// call ends at the clock reading its connection took as the answer came (the one that
-    /// starts the connection's idle time): its latency costs no reading of its own. A
-    /// `Duration`, not the instant: an optional of the resilient `ContinuousClock.Instant`
-    /// costs a type metadata lookup wherever it is stored, copied or destroyed.
-    public private(set) var latency: Duration?
+    /// When the call was made: its latency counts from there, and its deadline passes
+    /// ``UpstreamRequest/timeout`` after it (``CallDeadlines``).
+    let startedAt: MonotonicInstant
+    /// How long the call took in nanoseconds, from ``startedAt`` to its end (nil until it
+    /// ended). An answered call ends at the clock reading its connection took as the answer
+    /// came (the one that starts the connection's idle time): its latency costs no reading of
+    /// its own.
+    public private(set) var latencyNanoseconds: Int64?
     /// Whether the call already went again after losing a reused connection.
     private var wentAgain = false
     /// Where the pool keeps the call while it is on a connection (-1: not there).
@@ -43,12 +41,14 @@ public final class UpstreamCall {
 
     init(request: UpstreamRequest, pool: ConnectionPool, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void) {
         startedAt = .now
-        due = startedAt + request.timeout
         // Last: the request moves in, not copied.
         self.request = request
         self.pool = pool
         self.completion = completion
     }
+
+    /// How long the call took, once it ended (``latencyNanoseconds``).
+    public var latency: Duration? { latencyNanoseconds.map(Duration.nanoseconds) }
 
     var isQueued: Bool {
         if case .queued = state { return true }
@@ -104,7 +104,7 @@ public final class UpstreamCall {
     // MARK: - Ending
 
     /// The connection read the answer at `now`; `reusable`: it may carry another request.
-    func answered(_ response: UpstreamResponse, reusable: Bool, at now: ContinuousClock.Instant) {
+    func answered(_ response: UpstreamResponse, reusable: Bool, at now: MonotonicInstant) {
         end(.success(response), reusable: reusable, at: now)
     }
 
@@ -124,12 +124,12 @@ public final class UpstreamCall {
         }
         wentAgain = true
         state = .queued
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         pool.checkIn(connection, from: self, reusable: false, at: now)
         pool.enqueue(self, at: now)
     }
 
-    private func end(_ result: Result<UpstreamResponse, UpstreamError>, reusable: Bool, at now: ContinuousClock.Instant) {
+    private func end(_ result: Result<UpstreamResponse, UpstreamError>, reusable: Bool, at now: MonotonicInstant) {
         guard case .inFlight(let connection) = state else { return }
         finish(at: now)
         pool.checkIn(connection, from: self, reusable: reusable, at: now)
@@ -140,7 +140,7 @@ public final class UpstreamCall {
     /// connection, which closes; a queued one leaves the line.
     private func stop() {
         let ending = state
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         finish(at: now)
         switch ending {
         case .inFlight(let connection):
@@ -153,9 +153,9 @@ public final class UpstreamCall {
         }
     }
 
-    private func finish(at now: ContinuousClock.Instant = .now) {
+    private func finish(at now: MonotonicInstant = .now) {
         state = .finished
-        latency = now - startedAt
+        latencyNanoseconds = now.nanoseconds(since: startedAt)
         if let deadlines {
             self.deadlines = nil
             deadlines.ended(self)

@@ -17,7 +17,7 @@ protocol UpstreamConnection: AnyObject {
 
     /// Whether it can carry another request at `now` (a clock reading the caller already
     /// has): connected or able to reconnect, with nothing left over from the last answer.
-    func isReusable(at now: ContinuousClock.Instant) -> Bool
+    func isReusable(at now: MonotonicInstant) -> Bool
 
     /// Takes the socket of an idle, open connection out of it, for another loop's pool to
     /// adopt (``ConnectionPool``'s lending): its events leave this loop, and the connection is
@@ -31,5 +31,5 @@ protocol UpstreamConnection: AnyObject {
 struct LentSocket: Sendable {
     let descriptor: Int32
     /// When its last answer ended (see ``SocketConnection``'s idle limit).
-    let idleSince: ContinuousClock.Instant?
+    let idleSince: MonotonicInstant?
 }
