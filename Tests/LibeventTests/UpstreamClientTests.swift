@@ -78,14 +78,16 @@ struct UpstreamClientTests {
     func idleLimitAndLatency() async throws {
         let upstream = try await ScriptedUpstream.start { _ in .json("{}", delay: .milliseconds(50)) }
         let base = try BaseURL(upstream.baseURL)
-        let harness = try await Harness(.init(connectionTimeout: .milliseconds(300)))
+        // A limit long enough that the second call reuses the connection even on a loaded
+        // machine, short enough to wait out.
+        let harness = try await Harness(.init(connectionTimeout: .seconds(2)))
         var calls: [LoopBound<UpstreamCall>] = []
         for id in 0..<2 {
             calls.append(try await harness.start(id, UpstreamRequest(base: base, path: "/x")))
             #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[id] != nil })
         }
         // The limit is a span of time: nothing but its passing can be awaited.
-        try await Task.sleep(for: .milliseconds(500))
+        try await Task.sleep(for: .milliseconds(2_500))
         calls.append(try await harness.start(2, UpstreamRequest(base: base, path: "/x")))
         #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[2] != nil })
         for outcome in harness.outcomes.value.values { #expect(try outcome.get().status == 200) }
