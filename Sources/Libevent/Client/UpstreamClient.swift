@@ -93,7 +93,7 @@ public final class UpstreamClient {
     public func execute(
         _ request: consuming UpstreamRequest, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void
     ) -> UpstreamCall {
-        let pool = pool(for: request.base.origin)
+        let pool = pool(for: request)
         let call = UpstreamCall(request: request, pool: pool, completion: completion)
         call.start(deadlines: deadlines)
         return call
@@ -115,11 +115,13 @@ public final class UpstreamClient {
         pools[base.origin]?.slotCount ?? 0
     }
 
-    private func pool(for origin: BaseURL.Origin) -> ConnectionPool {
+    /// The pool for `request`'s origin. The request is borrowed, its origin compared where it
+    /// lies: a copy of the origin cost a retain and a release of each of its two strings.
+    private func pool(for request: borrowing UpstreamRequest) -> ConnectionPool {
         // Calls come in runs to one origin (a list's detail calls): the last pool answers
         // them without hashing the origin's host name (~600 instructions a call).
-        if let lastPool, lastPool.origin == origin { return lastPool }
-        let pool = lookUpPool(for: origin)
+        if let lastPool, lastPool.origin == request.base.origin { return lastPool }
+        let pool = lookUpPool(for: request.base.origin)
         lastPool = pool
         return pool
     }
