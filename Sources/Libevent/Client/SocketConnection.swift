@@ -316,15 +316,19 @@ final class SocketConnection: UpstreamConnection {
     /// start of the next one, which could be any other caller's) and the request was sent
     /// whole (an early answer to a large body: the rest of it would precede the next request).
     private func answered(leavingBytes: Bool) {
-        guard let call, let parser else { return }
+        guard let call, parser != nil else { return }
         self.call = nil
-        self.parser = nil
+        // The answer is read where the parser lies, then the parser dropped: a copy of the
+        // parser cost a retain and a release of each of its arrays.
+        let response = parser!.response
+        let keepsAlive = parser!.keepsAlive
+        parser = nil
         inactivity?.cancel()
-        let reusable = parser.keepsAlive && !leavingBytes && outputSent == output.count
+        let reusable = keepsAlive && !leavingBytes && outputSent == output.count
         // One clock reading: the call's end (its latency) and the connection's idle start.
         let now = MonotonicInstant.now
         if reusable { idleSince = now } else { close() }
-        call.answered(parser.response, reusable: reusable, at: now)
+        call.answered(response, reusable: reusable, at: now)
     }
 
     // MARK: - Ending
