@@ -10,7 +10,7 @@ extension ListResource {
     /// does, in one subscription. That chain runs in OpenCombine's and Rivers' generic code,
     /// which is not specialized across module boundaries: it looked up generic type metadata
     /// hundreds of times per request and allocated a subscription chain per item. Here every
-    /// type is known to the compiler, and an item costs its fetch and one small subscriber.
+    /// type is known to the compiler, and an item costs one object, its fetch (``JSONFetch``).
     ///
     /// Emits one document and finishes, or fails with the list's error (or an item's, under
     /// ``ItemFailurePolicy/fail``). Cancelling cancels every call in flight. Loop-confined.
@@ -31,7 +31,7 @@ private final class ListFanOut: Cancellable {
     fileprivate let trace: TraceContext
     /// Nil once the result was delivered or the snapshot cancelled: late completions are ignored.
     private var onResult: ((Result<JSON, ResourceError>) -> Void)?
-    private var listFetch: FetchSink<[JSON]>?
+    private var listFetch: ListFetch?
     fileprivate private(set) var items: [JSON] = []
     /// Each item merged with its details (or marked, or nil when dropped), in list order.
     private var merged: [JSON?] = []
@@ -49,15 +49,17 @@ private final class ListFanOut: Cancellable {
     }
 
     func start() {
-        let sink = FetchSink<[JSON]> { [self] result in
-            listFetch = nil
-            switch result {
-            case .success(let items): received(items)
-            case .failure(let error): finish(.failure(error))
-            }
+        let fetch = ListFetch(fanOut: self)
+        listFetch = fetch
+        fetch.start()
+    }
+
+    fileprivate func listEnded(_ result: Result<[JSON], ResourceError>) {
+        listFetch = nil
+        switch result {
+        case .success(let items): received(items)
+        case .failure(let error): finish(.failure(error))
         }
-        listFetch = sink
-        resource.upstream.json(resource.definition.listPath, trace: trace, keepingObjectText: true, read: resource.items(in:)).receive(subscriber: sink)
     }
 
     func cancel() {
@@ -161,45 +163,21 @@ private final class DetailFetch: JSONFetch<JSON?> {
     }
 }
 
-/// Subscribes to one ``Upstream/FetchJSON`` and reports its one value or its failure (a fetch
-/// sends one value before it finishes, so `.finished` itself has nothing to report).
-private final class FetchSink<Value>: Subscriber {
-    typealias Input = Value
-    typealias Failure = ResourceError
+/// The list's fetch: the items of the list (its `read`), reported to the fan-out.
+private final class ListFetch: JSONFetch<[JSON]> {
+    /// Strong, as the fan-out holds the fetch: the two let go of each other when it ends.
+    private let fanOut: ListFanOut
 
-    private var onResult: ((Result<Value, ResourceError>) -> Void)?
-    private var subscription: (any Subscription)?
-
-    init(onResult: @escaping (Result<Value, ResourceError>) -> Void) {
-        self.onResult = onResult
+    init(fanOut: ListFanOut) {
+        self.fanOut = fanOut
+        super.init(upstream: fanOut.resource.upstream, path: fanOut.resource.definition.listPath, trace: fanOut.trace, keepsObjectText: true)
     }
 
-    func receive(subscription: any Subscription) {
-        guard onResult != nil else { return subscription.cancel() }
-        self.subscription = subscription
-        subscription.request(.max(1))
+    override func read(_ document: JSON) -> Result<[JSON], ResourceError> {
+        fanOut.resource.items(in: document)
     }
 
-    func receive(_ input: Value) -> Subscribers.Demand {
-        subscription = nil
-        report(.success(input))
-        return .none
-    }
-
-    func receive(completion: Subscribers.Completion<ResourceError>) {
-        subscription = nil
-        if case .failure(let error) = completion { report(.failure(error)) }
-    }
-
-    func cancel() {
-        onResult = nil
-        subscription?.cancel()
-        subscription = nil
-    }
-
-    private func report(_ result: Result<Value, ResourceError>) {
-        guard let onResult else { return }
-        self.onResult = nil
-        onResult(result)
+    override func deliver(_ result: Result<[JSON], ResourceError>) {
+        fanOut.listEnded(result)
     }
 }
