@@ -265,14 +265,12 @@ class JSONFetch<Value> {
                 code: .upstreamMalformed, upstream: upstream.name, path: path,
                 message: "upstream \(upstream.name): GET \(path) returned malformed JSON (\(error))"), retryable: false)
         }
-        switch read(document) {
-        case .success(let value):
-            guard !isOver else { return }
-            isOver = true
-            deliver(.success(value))
-        case .failure(let error):
-            failed(error, retryable: false)
-        }
+        // The result goes on as it is: taking its value out and wrapping it again copied it.
+        let result = read(document)
+        if case .failure(let error) = result { return failed(error, retryable: false) }
+        guard !isOver else { return }
+        isOver = true
+        deliver(result)
     }
 
     private func failed(_ error: ResourceError, retryable: Bool) {
