@@ -112,6 +112,18 @@ private final class ListFanOut: Cancellable {
         detail.start()
     }
 
+    /// The items of the list in `document` (the ``ListFetch``'s read).
+    fileprivate func listedItems(in document: JSON) -> Result<[JSON], ResourceError> {
+        resource.items(in: document)
+    }
+
+    /// Item `index` merged with its details in `document` (a ``DetailFetch``'s read). Here, not
+    /// in the fetch: read through another object, the resource was copied for the call (a
+    /// retain and a release of each of its dozen references).
+    fileprivate func merged(_ index: Int, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
+        resource.merged(items[index], withDetailsFrom: document, path: path)
+    }
+
     fileprivate func detailEnded(_ index: Int, _ result: Result<JSON?, ResourceError>) {
         guard onResult != nil else { return }
         fetches[index] = nil
@@ -155,7 +167,7 @@ private final class DetailFetch: JSONFetch<JSON?> {
     }
 
     override func read(_ document: JSON) -> Result<JSON?, ResourceError> {
-        fanOut.resource.merged(fanOut.items[index], withDetailsFrom: document, path: path)
+        fanOut.merged(index, withDetailsFrom: document, path: path)
     }
 
     override func deliver(_ result: Result<JSON?, ResourceError>) {
@@ -174,7 +186,7 @@ private final class ListFetch: JSONFetch<[JSON]> {
     }
 
     override func read(_ document: JSON) -> Result<[JSON], ResourceError> {
-        fanOut.resource.items(in: document)
+        fanOut.listedItems(in: document)
     }
 
     override func deliver(_ result: Result<[JSON], ResourceError>) {
