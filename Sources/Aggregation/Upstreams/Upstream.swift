@@ -128,13 +128,7 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
     override func deliver(_ result: Result<Value, ResourceError>) {
         guard let downstream else { return }
         self.downstream = nil
-        switch result {
-        case .success(let value):
-            _ = downstream.receive(value)
-            downstream.receive(completion: .finished)
-        case .failure(let error):
-            downstream.receive(completion: .failure(error))
-        }
+        downstream.receive(only: result)
     }
 }
 

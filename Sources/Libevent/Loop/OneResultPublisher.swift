@@ -58,12 +58,21 @@ private final class OneResultSubscription<Downstream: Subscriber>: Subscription 
         guard let downstream else { return }
         self.downstream = nil
         work = nil
+        downstream.receive(only: result)
+    }
+}
+
+extension Subscriber {
+    /// Passes on the one result of a publisher that has one: its value and `.finished`, or
+    /// its failure.
+    @inlinable
+    public func receive(only result: Result<Input, Failure>) {
         switch result {
         case .success(let value):
-            _ = downstream.receive(value)
-            downstream.receive(completion: .finished)
+            _ = receive(value)
+            receive(completion: .finished)
         case .failure(let error):
-            downstream.receive(completion: .failure(error))
+            receive(completion: .failure(error))
         }
     }
 }
