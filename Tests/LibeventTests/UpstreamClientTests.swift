@@ -79,15 +79,16 @@ struct UpstreamClientTests {
         let upstream = try await ScriptedUpstream.start { _ in .json("{}", delay: .milliseconds(50)) }
         let base = try BaseURL(upstream.baseURL)
         // A limit long enough that the second call reuses the connection even on a loaded
-        // machine, short enough to wait out.
-        let harness = try await Harness(.init(connectionTimeout: .seconds(2)))
+        // machine (a clean-clone run beside two builds took over 2 s between the calls), short
+        // enough to wait out.
+        let harness = try await Harness(.init(connectionTimeout: .seconds(5)))
         var calls: [LoopBound<UpstreamCall>] = []
         for id in 0..<2 {
             calls.append(try await harness.start(id, UpstreamRequest(base: base, path: "/x")))
             #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[id] != nil })
         }
         // The limit is a span of time: nothing but its passing can be awaited.
-        try await Task.sleep(for: .milliseconds(2_500))
+        try await Task.sleep(for: .milliseconds(5_500))
         calls.append(try await harness.start(2, UpstreamRequest(base: base, path: "/x")))
         #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[2] != nil })
         for outcome in harness.outcomes.value.values { #expect(try outcome.get().status == 200) }
@@ -153,13 +154,15 @@ struct UpstreamClientTests {
         let harness = try await Harness()
         let clock = ContinuousClock()
         let started = clock.now
-        _ = try await harness.start(1, UpstreamRequest(base: base, path: "/long", timeout: .seconds(2)))
+        // Far apart, so the shorter one's end is seen before the longer one's even on a loaded
+        // machine (2 s was not enough once, beside two builds).
+        _ = try await harness.start(1, UpstreamRequest(base: base, path: "/long", timeout: .seconds(6)))
         _ = try await harness.start(2, UpstreamRequest(base: base, path: "/short", timeout: .milliseconds(100)))
         #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[2] != nil })
         #expect(failureKind(harness.outcomes.value[2]) == .timeout)
         #expect(harness.outcomes.value[1] == nil, "the longer deadline has not passed yet")
-        #expect(await harness.outcomes.wait(timeout: .seconds(10)) { $0[1] != nil })
-        #expect(clock.now - started >= .seconds(2))
+        #expect(await harness.outcomes.wait(timeout: .seconds(20)) { $0[1] != nil })
+        #expect(clock.now - started >= .seconds(6))
         #expect(failureKind(harness.outcomes.value[1]) == .timeout)
         await harness.stop()
         await upstream.shutdown()
