@@ -24,6 +24,9 @@ struct AnswerWritingTests {
             #expect(response.status == 200)
             #expect(response.text == #"{"path":"/item/\#(index)"}"#)
         }
+        // The handler notes what was left after `respond` returned, which can be after the
+        // client has read the answer already sent.
+        #expect(await leftInBuffer.wait(timeout: .seconds(10)) { $0.count == 3 })
         #expect(leftInBuffer.value == [0, 0, 0], "nothing left for a write event")
         await server.stop()
     }
@@ -50,6 +53,7 @@ struct AnswerWritingTests {
         #expect(try await connection.readResponse().text == "small")
         // (The small answer may find the socket still full of the big one's unacknowledged
         // bytes and go the same way: no expectation on it.)
+        #expect(await leftInBuffer.wait(timeout: .seconds(10)) { $0.count == 2 })
         #expect(leftInBuffer.value.first.map { $0 > 0 } == true, "left in the buffer: \(leftInBuffer.value)")
         await server.stop()
     }

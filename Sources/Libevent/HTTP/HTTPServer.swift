@@ -183,10 +183,11 @@ public final class HTTPServer {
     /// Times `accept` failed and accepting paused (out of file descriptors, most often).
     public private(set) var acceptPauses = 0
 
-    /// Whether some connection still has answer bytes the socket has not taken: an answer is
-    /// written on later loop turns, so a server stopping right after answering would lose it.
+    /// Whether some connection still has answer bytes the socket has not taken, or an answer
+    /// evhttp has yet to finish: both happen on later loop turns, so a server stopping right
+    /// after answering would lose the one or leak the other.
     public var hasPendingOutput: Bool {
-        connections.values.contains { $0.pendingOutputBytes > 0 }
+        connections.values.contains { $0.hasUnfinishedAnswer }
     }
 
     func forget(_ connection: ServerConnection) {

@@ -60,6 +60,8 @@ final class ServerConnection {
     /// After a violation: whatever the client sends next is dropped unread.
     private var discardingInput = false
     private var deadline: LoopTimer?
+    /// An answer went out by ``writeQueuedAnswer()`` and evhttp's write callback is still to run.
+    private var answerWrittenAtOnce = false
 
     /// A connection just accepted, around `bufferEvent`, which evhttp is about to adopt.
     init(server: HTTPServer, bufferEvent: OpaquePointer, admitted: Bool, writesPlainSocket: Bool) {
@@ -110,19 +112,34 @@ final class ServerConnection {
     /// reported writable. evhttp only enables the write event, so every answer cost two
     /// `epoll_ctl` calls (interest in writing added, then removed) and a loop turn before its
     /// `writev`. When the socket takes the whole answer, the write event is disabled before
-    /// the loop ever told epoll (the base's change list cancels the two out) and evhttp's
-    /// write callback runs deferred, later in this loop turn, as if the event had fired:
-    /// evhttp then finishes the request as it would have. A socket that takes part of it, or
-    /// fails, is left to evhttp's write event, which writes the rest or reports the error.
+    /// the loop ever told epoll (the base's change list cancels the two out), and evhttp's
+    /// write callback is called from a job on the loop (``EventLoop/deferred(_:)``), not from
+    /// inside the handler that answered: evhttp then finishes the request as it would have. A
+    /// socket that takes part of it, or fails, is left to evhttp's write event, which writes
+    /// the rest or reports the error.
+    ///
+    /// The job, not libevent's own deferred callback: that one holds a reference on the
+    /// bufferevent until it runs, so a loop stopped right after an answer (the last one of a
+    /// drain) leaked the connection. Until the job runs, ``hasUnfinishedAnswer`` holds, which
+    /// a drain waits for; a loop torn down before it frees the job, and nothing else.
     func writeQueuedAnswer() {
-        guard writesPlainSocket, !isClosed else { return }
+        guard writesPlainSocket, !isClosed, let loop = server?.loop else { return }
         let output = bufferevent_get_output(bufferEvent)
         let socket = bufferevent_getfd(bufferEvent)
         guard socket >= 0, evbuffer_get_length(output) > 0,
               evbuffer_write(output, socket) > 0, evbuffer_get_length(output) == 0 else { return }
         bufferevent_disable(bufferEvent, Int16(EV_WRITE))
-        bufferevent_trigger(bufferEvent, Int16(EV_WRITE), Int32(BEV_TRIG_DEFER_CALLBACKS.rawValue))
+        answerWrittenAtOnce = true
+        loop.deferred { [self] in
+            answerWrittenAtOnce = false
+            guard !isClosed else { return }
+            bufferevent_trigger(bufferEvent, Int16(EV_WRITE), 0)
+        }
     }
+
+    /// Whether an answer has yet to leave or be finished: bytes the socket has not taken, or
+    /// an answer written at once whose write callback has not run yet.
+    var hasUnfinishedAnswer: Bool { answerWrittenAtOnce || pendingOutputBytes > 0 }
 
     // MARK: - Requests
 
