@@ -176,4 +176,14 @@ struct WireSyntaxTests {
             }
         }
     }
+
+    @Test("16 lowercase hex digits per value, leading zeros kept, as String(radix: 16) padded would write them")
+    func lowercaseHex() {
+        for value: UInt64 in [0, 1, 0xA, 0xFF, 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, .max] {
+            let plain = String(value, radix: 16)
+            #expect(LowercaseHex.string(value) == String(repeating: "0", count: 16 - plain.count) + plain)
+        }
+        #expect(LowercaseHex.string(0xF, 0x1_0000_0000) == "000000000000000f0000000100000000")
+        #expect((0...255).filter { LowercaseHex.isDigit(UInt8($0)) }.map { Character(UnicodeScalar(UInt8($0))) } == Array("0123456789abcdef"))
+    }
 }

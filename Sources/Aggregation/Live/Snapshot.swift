@@ -1,3 +1,5 @@
+import Libevent
+
 /// One serialized state of a resource, with a version that names its content: equal
 /// documents have equal versions, on every worker and across restarts, so a client's
 /// `Last-Event-ID` can say "I have this one already".
@@ -9,15 +11,7 @@ public struct Snapshot: Sendable, Equatable {
 
     public init(json: [UInt8]) {
         self.json = json
-        let hash = json.withUnsafeBufferPointer(Self.fnv1a)
-        // The 16 digits written in place: `String(radix:)` and padding made three strings.
-        version = String(unsafeUninitializedCapacity: 16) { digits in
-            for index in 0..<16 {
-                let nibble = UInt8(truncatingIfNeeded: hash >> (60 - 4 * index)) & 0xF
-                digits[index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
-            }
-            return 16
-        }
+        version = LowercaseHex.string(json.withUnsafeBufferPointer(Self.fnv1a))
     }
 
     /// FNV-1a, 64 bits, over `bytes`: the version's hash since the first release, which

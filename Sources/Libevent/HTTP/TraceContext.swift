@@ -50,7 +50,7 @@ public struct TraceContext: Sendable, Equatable {
     /// before; a trace id, like a span id, has to be unique, not secret (flags `01` make no
     /// claim of randomness, which W3C's level 2 `random` flag would).
     public init() {
-        self.init(traceID: Self.hex(Self.nextID(), Self.nextID()), flags: "01", state: nil)
+        self.init(traceID: LowercaseHex.string(Self.nextID(), Self.nextID()), flags: "01", state: nil)
     }
 
     /// The headers of one upstream call: `traceparent` with a new span id, and `tracestate`
@@ -71,9 +71,7 @@ public struct TraceContext: Sendable, Equatable {
             buffer[0] = UInt8(ascii: "0")
             buffer[1] = UInt8(ascii: "0")
             _ = UnsafeMutableBufferPointer(rebasing: buffer[3..<35]).initialize(from: traceID.utf8)
-            for index in 0..<16 {
-                buffer[36 + index] = Self.lowercaseHexDigit(span >> (60 - 4 * UInt64(index)))
-            }
+            LowercaseHex.write(span, into: buffer, at: 36)
             _ = UnsafeMutableBufferPointer(rebasing: buffer[53..<55]).initialize(from: flags.utf8)
             return 55
         }
@@ -110,32 +108,9 @@ public struct TraceContext: Sendable, Equatable {
         let traceID = bytes[3..<35]
         let parentID = bytes[36..<52]
         let flags = bytes[53..<55]
-        guard [traceID, parentID, flags].allSatisfy({ $0.allSatisfy(isLowercaseHex) }),
+        guard [traceID, parentID, flags].allSatisfy({ $0.allSatisfy(LowercaseHex.isDigit) }),
               traceID.contains(where: { $0 != UInt8(ascii: "0") }),
               parentID.contains(where: { $0 != UInt8(ascii: "0") }) else { return nil }
         return (String(decoding: traceID, as: UTF8.self), String(decoding: flags, as: UTF8.self))
-    }
-
-    private static func isLowercaseHex(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-    }
-
-    /// The lowercase hex digit of `value`'s low four bits (computed: a table of digits cost a
-    /// global's access and a bounds check per digit, 16 per upstream call).
-    private static func lowercaseHexDigit(_ value: UInt64) -> UInt8 {
-        let nibble = UInt8(truncatingIfNeeded: value & 0xf)
-        return nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
-    }
-
-    /// 32 lowercase hex digits, `high`'s then `low`'s, leading zeros kept, in one string.
-    private static func hex(_ high: UInt64, _ low: UInt64) -> String {
-        String(unsafeUninitializedCapacity: 32) { buffer in
-            for index in 0..<16 {
-                let shift = 60 - 4 * UInt64(index)
-                buffer[index] = lowercaseHexDigit(high >> shift)
-                buffer[16 + index] = lowercaseHexDigit(low >> shift)
-            }
-            return 32
-        }
     }
 }

@@ -1,3 +1,5 @@
+import Libevent
+
 /// The id of one live stream: 128 random bits as 32 lowercase hex digits, unguessable, so
 /// knowing a stream's id is what entitles a client to poke its triggers and inputs.
 public struct StreamID: Hashable, Sendable, CustomStringConvertible {
@@ -8,12 +10,12 @@ public struct StreamID: Hashable, Sendable, CustomStringConvertible {
         var generator = SystemRandomNumberGenerator()
         let high = generator.next() as UInt64
         let low = generator.next() as UInt64
-        return StreamID(description: hex(high) + hex(low))
+        return StreamID(description: LowercaseHex.string(high, low))
     }
 
     /// The id in `text`, if it has the shape of one (anything else cannot name a stream).
     public init?(_ text: String) {
-        guard text.utf8.count == 32, text.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+        guard text.utf8.count == 32, text.utf8.allSatisfy(LowercaseHex.isDigit) else {
             return nil
         }
         description = text
@@ -21,10 +23,5 @@ public struct StreamID: Hashable, Sendable, CustomStringConvertible {
 
     private init(description: String) {
         self.description = description
-    }
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }

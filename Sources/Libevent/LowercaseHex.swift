@@ -1,0 +1,38 @@
+/// 64-bit values as 16 lowercase hex digits each, leading zeros kept: the shape of W3C trace
+/// and span ids, snapshot versions and stream ids. Written in place, digit by computed digit
+/// (a table of digits cost a global's access and a bounds check per digit; `String(radix:)`
+/// and padding made three strings).
+public enum LowercaseHex {
+    /// Writes the 16 digits of `value` into `buffer` from `offset`, which must leave room for them.
+    @inlinable
+    public static func write(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        precondition(offset >= 0 && buffer.count - offset >= 16, "no room for 16 hex digits")
+        for index in 0..<16 {
+            let nibble = UInt8(truncatingIfNeeded: value >> (60 - 4 * UInt64(index))) & 0xF
+            buffer[offset + index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+        }
+    }
+
+    /// The 16 digits of `value`.
+    public static func string(_ value: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            write(value, into: buffer, at: 0)
+            return 16
+        }
+    }
+
+    /// The 32 digits of `high` then `low`, in one string.
+    public static func string(_ high: UInt64, _ low: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 32) { buffer in
+            write(high, into: buffer, at: 0)
+            write(low, into: buffer, at: 16)
+            return 32
+        }
+    }
+
+    /// Whether `byte` is one of the digits written here: 0–9 or a–f.
+    @inlinable
+    public static func isDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+    }
+}
