@@ -142,6 +142,39 @@ struct WireSyntaxTests {
             == "GET /api/items?x=1 HTTP/1.1\r\nHost: upstream.test:8080\r\nX-Ok: \r\n\r\n")
     }
 
+    static func head(headers: [(String, String)], trace: TraceContext) throws -> String {
+        let request = UpstreamRequest(base: try BaseURL("http://upstream.test:8080/api"), path: "/items", headers: headers, trace: trace)
+        var bytes: [UInt8] = []
+        RequestHead.write(request, hostHeader: request.base.origin.hostHeader, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test("a request's trace is written from it: traceparent with a new span id each time, tracestate, and never the caller's own")
+    func requestHeadTrace() throws {
+        let trace = TraceContext(traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "congo=t61")
+        let callerHeaders = [("Accept", "application/json"), ("TraceParent", "00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-00"), ("tracestate", "evil=1")]
+        let heads = try (0..<2).map { _ in try Self.head(headers: callerHeaders, trace: trace) }
+        let spans = heads.map { head -> String in
+            let prefix = "GET /api/items HTTP/1.1\r\nHost: upstream.test:8080\r\nAccept: application/json\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-"
+            let suffix = "-01\r\ntracestate: congo=t61\r\n\r\n"
+            #expect(head.hasPrefix(prefix) && head.hasSuffix(suffix), "\(head)")
+            return String(head.dropFirst(prefix.count).dropLast(suffix.count))
+        }
+        #expect(spans.allSatisfy { $0.utf8.count == 16 && $0.utf8.allSatisfy(LowercaseHex.isDigit) }, "\(spans)")
+        #expect(spans[0] != spans[1], "each write is a span of its own")
+
+        // A tracestate that cannot go on the wire as one line is left out, as a caller's header would be.
+        let unsendable = TraceContext(traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "a=1\r\nX-Evil: 1")
+        let head = try Self.head(headers: [], trace: unsendable)
+        #expect(head.hasPrefix("GET /api/items HTTP/1.1\r\nHost: upstream.test:8080\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-"))
+        #expect(!head.contains("tracestate") && !head.contains("X-Evil") && head.hasSuffix("-01\r\n\r\n"), "\(head)")
+
+        // Past the usual buffer, the measured head has room for the trace too.
+        let long = try Self.head(headers: [("X-Fill", String(repeating: "v", count: 1_000))], trace: trace)
+        #expect(long.contains("X-Fill: \(String(repeating: "v", count: 1_000))\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-")
+            && long.hasSuffix("-01\r\ntracestate: congo=t61\r\n\r\n"))
+    }
+
     /// A head of up to a kilobyte is written in one buffer; a longer one is measured and
     /// written again: the same bytes either way, around the boundary too.
     @Test("a head is written the same whatever its length, around the usual buffer's size too")

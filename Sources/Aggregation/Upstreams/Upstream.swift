@@ -53,7 +53,7 @@ public final class Upstream {
     /// GET `path` (percent-encoded, with any query) and parse the 2xx body as JSON; fails
     /// with a ``ResourceError`` naming this upstream and the path. Cancelling cancels the
     /// call in flight (or the wait before a retry). Every attempt carries `trace` as a span
-    /// of its own (``TraceContext/upstreamHeaders()``). While the circuit is open, it fails at
+    /// of its own (``UpstreamRequest/trace``). While the circuit is open, it fails at
     /// once (`upstream_circuit_open`), and so does a retry that would wait for it.
     ///
     /// ```
@@ -132,6 +132,9 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
     }
 }
 
+/// What every fetch asks for: one array, made once.
+private let acceptingJSON = [("Accept", "application/json")]
+
 /// One JSON fetch: attempts, backoff between them, and cancellation of whichever is current.
 /// What the parsed body becomes (``read(_:)``) and where the one result goes (``deliver(_:)``)
 /// are a subclass's: ``FetchSubscription`` passes it to a subscriber; the list fan-out's
@@ -195,13 +198,9 @@ class JSONFetch<Value> {
         case nil:
             break
         }
-        // One array, sized once: `[Accept] + trace.upstreamHeaders()` made three.
-        var headers: [(String, String)] = []
-        headers.reserveCapacity(3)
-        headers.append(("Accept", "application/json"))
-        trace.appendUpstreamHeaders(to: &headers)
+        // The trace's headers are written by the client: one shared header array for all calls.
         let request = UpstreamRequest(
-            base: upstream.base, path: path, headers: headers,
+            base: upstream.base, path: path, headers: acceptingJSON, trace: trace,
             timeout: upstream.policy.timeout, maxResponseBytes: upstream.policy.maxResponseBytes)
         call = upstream.client.execute(request) { [self] result in
             // The call's own start and end: no clock reading here.

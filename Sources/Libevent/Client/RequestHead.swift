@@ -1,11 +1,12 @@
 /// The bytes of an upstream request as ``SocketConnection`` sends them: the request line,
-/// `Host`, the request's headers, `Content-Length` when there is a body (or a method that
-/// expects one), the empty line, the body.
+/// `Host`, the request's headers, its trace's `traceparent` and `tracestate`, `Content-Length`
+/// when there is a body (or a method that expects one), the empty line, the body.
 ///
 /// A header that cannot go on the wire as one line (a CR, LF or NUL in its value, or a name
 /// that is not a token) is left out, never sent: its bytes would otherwise start a header (or
 /// a request) of their own. So are a caller's `Host`, `Content-Length` and
-/// `Transfer-Encoding`: the request's framing is the client's, written once.
+/// `Transfer-Encoding`: the request's framing is the client's, written once; and, for a
+/// request with a trace, its `traceparent` and `tracestate`: the trace's are written instead.
 ///
 /// Every upstream call writes one, so the head is assembled in a scratch buffer on the stack,
 /// copied into through a pointer, then appended to `bytes` at once: appending it piece by
@@ -44,11 +45,24 @@ enum RequestHead {
         for (name, value) in request.headers {
             withUTF8(of: name) { name in
                 withUTF8(of: value) { value in
-                    guard isSendable(name: name, value: value) else { return }
+                    guard isSendable(name: name, value: value), request.trace == nil || !isTrace(name) else { return }
                     writer.append(name)
                     writer.append(UInt8(ascii: ":"))
                     writer.append(UInt8(ascii: " "))
                     writer.append(value)
+                    writer.appendLineEnd()
+                }
+            }
+        }
+        if let trace = request.trace {
+            writer.append(traceparentName)
+            writer.write(count: TraceContext.parentLength) { trace.writeParent(span: TraceContext.nextID(), into: $0) }
+            writer.appendLineEnd()
+            if let state = trace.state {
+                withUTF8(of: state) { state in
+                    guard isSendable(value: state) else { return }
+                    writer.append(tracestateName)
+                    writer.append(state)
                     writer.appendLineEnd()
                 }
             }
@@ -75,6 +89,10 @@ enum RequestHead {
             + versionAndHost.utf8CodeUnitCount + hostHeader.utf8.count + 2 + 2
         for (name, value) in request.headers {
             capacity += name.utf8.count + 2 + value.utf8.count + 2
+        }
+        if let trace = request.trace {
+            capacity += traceparentName.utf8CodeUnitCount + TraceContext.parentLength + 2
+            if let state = trace.state { capacity += tracestateName.utf8CodeUnitCount + state.utf8.count + 2 }
         }
         if hasContentLength(request) { capacity += contentLengthName.utf8CodeUnitCount + String(request.body.count).utf8.count + 2 }
         return capacity
@@ -112,6 +130,17 @@ enum RequestHead {
             count += 1
         }
 
+        /// Lets `write` fill the next `count` bytes.
+        @inline(__always)
+        mutating func write(count byteCount: Int, _ write: (UnsafeMutableBufferPointer<UInt8>) -> Void) {
+            guard byteCount <= buffer.count - count else {
+                overflowed = true
+                return
+            }
+            write(UnsafeMutableRawBufferPointer(rebasing: buffer[count..<count + byteCount]).assumingMemoryBound(to: UInt8.self))
+            count += byteCount
+        }
+
         @inline(__always)
         mutating func appendLineEnd() {
             append(UInt8(ascii: "\r"))
@@ -142,12 +171,25 @@ enum RequestHead {
     /// writes itself, and no CR, LF or NUL in the value.
     @inline(__always)
     private static func isSendable(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
-        !name.isEmpty && HTTPSyntax.endOfToken(in: name, from: 0) == name.count && !isFraming(name)
-            && HTTPSyntax.firstControlByte(in: value, from: 0, where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) == value.count
+        !name.isEmpty && HTTPSyntax.endOfToken(in: name, from: 0) == name.count && !isFraming(name) && isSendable(value: value)
+    }
+
+    /// Whether a header value may go on the wire: no CR, LF or NUL in it.
+    @inline(__always)
+    private static func isSendable(value: UnsafeRawBufferPointer) -> Bool {
+        HTTPSyntax.firstControlByte(in: value, from: 0, where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) == value.count
     }
 
     private static let versionAndHost: StaticString = " HTTP/1.1\r\nHost: "
+    private static let traceparentName: StaticString = "traceparent: "
+    private static let tracestateName: StaticString = "tracestate: "
     private static let contentLengthName: StaticString = "Content-Length: "
+
+    /// Whether a header name, a token, is one of a trace's, which a request with a trace has
+    /// written from it.
+    private static func isTrace(_ name: UnsafeRawBufferPointer) -> Bool {
+        HTTPSyntax.tokenEqualsIgnoringCase(name, "traceparent") || HTTPSyntax.tokenEqualsIgnoringCase(name, "tracestate")
+    }
 
     /// Whether a header name, a token, is one of those the client writes itself.
     private static func isFraming(_ name: UnsafeRawBufferPointer) -> Bool {

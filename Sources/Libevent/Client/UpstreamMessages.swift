@@ -6,6 +6,11 @@ public struct UpstreamRequest: Sendable {
     /// The path below the base URL, already percent-encoded, e.g. `/groups/a%2Fb/metadata?x=1`.
     public var path: String
     public var headers: [(String, String)]
+    /// The trace this call is a span of: the client writes its `traceparent` (with a new span
+    /// id for each attempt) and `tracestate` into the head, and leaves out any of `headers` by
+    /// those names. Written in place, a trace costs a call no strings and no header array
+    /// (``TraceContext/upstreamHeaders()`` makes both).
+    public var trace: TraceContext?
     public var body: [UInt8]
     /// The whole call's deadline, queueing for a pooled connection included.
     public var timeout: Duration
@@ -18,13 +23,14 @@ public struct UpstreamRequest: Sendable {
 
     public init(
         base: BaseURL, method: HTTPMethod = .get, path: String, headers: [(String, String)] = [],
-        body: [UInt8] = [], timeout: Duration = .seconds(10), keepsResponseHeaders: Bool = false,
+        trace: TraceContext? = nil, body: [UInt8] = [], timeout: Duration = .seconds(10), keepsResponseHeaders: Bool = false,
         maxResponseBytes: Int = 8 * 1024 * 1024
     ) {
         self.base = base
         self.method = method
         self.path = path
         self.headers = headers
+        self.trace = trace
         self.body = body
         self.timeout = timeout
         self.keepsResponseHeaders = keepsResponseHeaders

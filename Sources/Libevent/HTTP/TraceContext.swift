@@ -9,6 +9,8 @@ import Synchronization
 /// let trace = TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "congo=t61")
 /// trace.traceID            // "4bf92f3577b34da6a3ce929d0e0e4736"
 /// trace.upstreamHeaders()  // [("traceparent", "00-4bf92f…4736-<a new span id>-01"), ("tracestate", "congo=t61")]
+/// UpstreamRequest(base: base, path: "/groups", trace: trace)   // the client writes the same
+
 /// ```
 ///
 /// A value, `Sendable`: it travels with the pipeline a request starts, detail calls that start
@@ -54,29 +56,33 @@ public struct TraceContext: Sendable, Equatable {
     }
 
     /// The headers of one upstream call: `traceparent` with a new span id, and `tracestate`
-    /// when the request had one.
+    /// when the request had one. (The upstream client writes them itself for a request with a
+    /// ``UpstreamRequest/trace``, without making these strings.)
     public func upstreamHeaders() -> [(String, String)] {
-        var headers: [(String, String)] = []
-        appendUpstreamHeaders(to: &headers)
-        return headers
+        let parent = String(unsafeUninitializedCapacity: Self.parentLength) { buffer in
+            writeParent(span: Self.nextID(), into: buffer)
+            return Self.parentLength
+        }
+        guard let state else { return [("traceparent", parent)] }
+        return [("traceparent", parent), ("tracestate", state)]
     }
 
-    /// Appends the headers of one upstream call (``upstreamHeaders()``) to `headers`: a caller
-    /// with headers of its own makes one array, not two and a third to join them.
-    public func appendUpstreamHeaders(to headers: inout [(String, String)]) {
-        let span = Self.nextID()
-        // 00-<trace id>-<span id>-<flags>, written in place: one allocation per call.
-        let parent = String(unsafeUninitializedCapacity: 55) { buffer in
-            buffer.initialize(repeating: UInt8(ascii: "-"))
-            buffer[0] = UInt8(ascii: "0")
-            buffer[1] = UInt8(ascii: "0")
-            _ = UnsafeMutableBufferPointer(rebasing: buffer[3..<35]).initialize(from: traceID.utf8)
-            LowercaseHex.write(span, into: buffer, at: 36)
-            _ = UnsafeMutableBufferPointer(rebasing: buffer[53..<55]).initialize(from: flags.utf8)
-            return 55
-        }
-        headers.append(("traceparent", parent))
-        if let state { headers.append(("tracestate", state)) }
+    /// The length of a `traceparent` value: `00-<32 hex>-<16 hex>-<2 hex>`.
+    static let parentLength = 55
+
+    /// Writes the `traceparent` value of a call that is span `span` of this trace into the
+    /// first ``parentLength`` bytes of `buffer`.
+    @inline(__always)
+    func writeParent(span: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(buffer.count >= Self.parentLength, "no room for a traceparent")
+        buffer[0] = UInt8(ascii: "0")
+        buffer[1] = UInt8(ascii: "0")
+        buffer[2] = UInt8(ascii: "-")
+        _ = UnsafeMutableBufferPointer(rebasing: buffer[3..<35]).initialize(from: traceID.utf8)
+        buffer[35] = UInt8(ascii: "-")
+        LowercaseHex.write(span, into: buffer, at: 36)
+        buffer[52] = UInt8(ascii: "-")
+        _ = UnsafeMutableBufferPointer(rebasing: buffer[53..<55]).initialize(from: flags.utf8)
     }
 
     /// Where span and trace ids come from: a Weyl sequence from a random start (one system
