@@ -96,7 +96,11 @@ private final class ListFanOut: Cancellable {
             startDetail(index)
         }
         if onResult != nil, finishedCount == items.count {
-            finish(.success(.array(merged.compactMap { $0 })))
+            // Sized once: `compactMap` grew its array four or five times for ten items.
+            var kept: [JSON] = []
+            kept.reserveCapacity(merged.count)
+            for case let item? in merged { kept.append(item) }
+            finish(.success(.array(kept)))
         }
     }
 

@@ -31,19 +31,22 @@ extension ServerRequest {
     /// - `headers` on either (a stale answer's `Age` and `Tributary-Stale`).
     func respond(with snapshot: Snapshot, headers extra: [(String, String)] = []) {
         let gzip = snapshot.json.count >= Gzip.minimumBodySize && QualityList.allowsGzip(header("Accept-Encoding"))
-        let headers = [
-            ("ETag", gzip ? EntityTag.weak(snapshot.version) : EntityTag.strong(snapshot.version)),
-            ("Cache-Control", "no-cache"),
-            ("Vary", "Accept-Encoding"),
-        ] + extra
+        // One array for every header, sized once (each `+` made another).
+        var headers: [(String, String)] = []
+        headers.reserveCapacity(5 + extra.count)
+        headers.append(("ETag", gzip ? EntityTag.weak(snapshot.version) : EntityTag.strong(snapshot.version)))
+        headers.append(("Cache-Control", "no-cache"))
+        headers.append(("Vary", "Accept-Encoding"))
+        headers.append(contentsOf: extra)
         if let condition = header("If-None-Match"), EntityTag.ifNoneMatch(condition, matches: snapshot.version) {
             return respondNotModified(headers: headers)
         }
+        headers.append(("Content-Type", "application/json"))
         if gzip {
-            respond(status: 200, headers: headers + [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
-                    body: gzipped(snapshot.json))
+            headers.append(("Content-Encoding", "gzip"))
+            respond(status: 200, headers: headers, body: gzipped(snapshot.json))
         } else {
-            respond(status: 200, headers: headers + [("Content-Type", "application/json")], body: snapshot.json)
+            respond(status: 200, headers: headers, body: snapshot.json)
         }
     }
 }
