@@ -147,6 +147,26 @@ struct JSONKeptTextTests {
         }
     }
 
+    @Test("a string member lent in place has the bytes of the string parsing gives; anything else is nil")
+    func stringMembersInPlace() throws {
+        let text = "{\"u\":\"\u{212A}é\",\"e\":\"\",\"q\":\"}\",\"id\":\"a/b\",\"id\":\"second\",\"o\":{\"id\":\"inner\"},\"n\":7,\"t\":true}"
+        let document = try kept(text)
+        guard case .raw(let raw) = document else {
+            Issue.record("a canonical object did not keep its text")
+            return
+        }
+        let tree = try JSON(parsing: Array(text.utf8))
+        for name in ["u", "e", "q", "id", "o", "n", "t", "missing", "i", "ID"] {
+            let lent = raw.withStringMember(named: name) { Array($0) }
+            if case .string(let parsed)? = tree[name] {
+                #expect(lent == Array(parsed.utf8), "member \(name)")
+            } else {
+                #expect(lent == nil, "member \(name): \(String(describing: tree[name]))")
+            }
+        }
+        #expect(raw.withStringMember(named: "id") { String(decoding: $0, as: UTF8.self) } == "a/b", "the first of repeated names")
+    }
+
     @Test("names compare as strings do: canonically equivalent names are equal, as when parsed")
     func unicodeNames() throws {
         // U+212A KELVIN SIGN is canonically equivalent to K; é precomposed to e + U+0301.

@@ -244,6 +244,11 @@ struct ListResourceTests {
         #expect(template.path(for: ".a") == "/groups/.a/metadata")
         for refused in ["", ".", ".."] { #expect(template.path(for: refused) == nil) }
         #expect(try #require(PathTemplate("/{id}")).path(for: "x") == "/x")
+        // From the id's bytes (as read in place from an item's text), the same paths.
+        for id in ["42", "a b/c?d#e%", "Grüße", "...", ".a", "", ".", ".."] {
+            var bytes = id
+            #expect(bytes.withUTF8(template.path(forID:)) == template.path(for: id), "id \(id)")
+        }
     }
 
     @Test("items that end without a call (ids that name no path) complete in place, one at a time, under every policy")

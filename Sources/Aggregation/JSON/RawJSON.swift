@@ -170,6 +170,26 @@ public struct RawJSON: Sendable {
         return reader.isAt(UInt8(ascii: "}")) ? false : nil
     }
 
+    /// Lends `body` the bytes of the member named `key` (the first, if repeated) when it is a
+    /// string read from the text: its UTF-8, without escapes, as the `String` that
+    /// ``member(named:)`` makes would hold. Nil when the member is missing or not a string, or
+    /// the object cannot be read so (``member(named:)`` then reads it). An item's id only
+    /// becomes a path: lent in place, it costs no `String` per item.
+    public func withStringMember<Result>(named key: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result? {
+        guard parsedMembers == nil else { return nil }
+        var key = key
+        return key.withUTF8 { keyBytes -> Result? in
+            source.withUnsafeBufferPointer { buffer -> Result? in
+                guard case .some(.some(let valueStart)) = memberValueStart(named: MemberName(keyBytes), in: buffer),
+                      valueStart < buffer.count, buffer[valueStart] == UInt8(ascii: "\"") else { return nil }
+                // As ``plainValue(in:of:at:)`` reads a string: canonical text has no escapes.
+                let end = JSONStringBytes.nextQuote(in: buffer, from: valueStart + 1)
+                guard end < buffer.count else { return nil }
+                return body(UnsafeBufferPointer(rebasing: buffer[valueStart + 1..<end]))
+            }
+        }
+    }
+
     /// What reading a member from the text found.
     private enum Lookup {
         case found(JSON)

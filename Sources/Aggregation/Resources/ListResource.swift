@@ -81,7 +81,14 @@ public struct ListResource {
     }
 
     func detailPath(of item: JSON) -> String? {
-        switch item[definition.idMember] {
+        // An id kept in the item's text becomes the path from its bytes, without a `String`.
+        // (A closure, not `template.path(forID:)`: a method of a value, partially applied,
+        // boxes a copy of the value.)
+        let template = definition.detailPath
+        if case .raw(let text) = item, let path = text.withStringMember(named: definition.idMember, { template.path(forID: $0) }) {
+            return path
+        }
+        return switch item[definition.idMember] {
         case .string(let id): definition.detailPath.path(for: id)
         case .number(let id): definition.detailPath.path(for: id)
         default: nil

@@ -21,18 +21,22 @@ public struct PathTemplate: Sendable, Equatable, CustomStringConvertible {
     /// The path for `id`, or nil when `id` cannot be one path segment.
     public func path(for id: String) -> String? {
         var id = id
-        return id.withUTF8 { id in
-            guard !id.isEmpty, !Self.isDotSegment(id) else { return nil }
-            // One allocation, written in place: `prefix + encoded + suffix` made three
-            // strings per detail call (~1,800 instructions, 3% of a `/groups` request).
-            // Room for every byte of the id encoded: one pass over it, not one to count first.
-            let prefix = prefix.utf8, suffix = suffix.utf8
-            return String(unsafeUninitializedCapacity: prefix.count + 3 * id.count + suffix.count) { buffer in
-                var written = UnsafeMutableBufferPointer(rebasing: buffer[...]).initialize(from: prefix).1
-                written += QueryString.writePercentEncoded(id, into: UnsafeMutableBufferPointer(rebasing: buffer[written...]))
-                written += UnsafeMutableBufferPointer(rebasing: buffer[written...]).initialize(from: suffix).1
-                return written
-            }
+        return id.withUTF8(path(forID:))
+    }
+
+    /// The path for the id whose UTF-8 is `id` (as ``path(for:)``): for an id read in place
+    /// from an item's text (``RawJSON/withStringMember(named:_:)``).
+    public func path(forID id: UnsafeBufferPointer<UInt8>) -> String? {
+        guard !id.isEmpty, !Self.isDotSegment(id) else { return nil }
+        // One allocation, written in place: `prefix + encoded + suffix` made three
+        // strings per detail call (~1,800 instructions, 3% of a `/groups` request).
+        // Room for every byte of the id encoded: one pass over it, not one to count first.
+        let prefix = prefix.utf8, suffix = suffix.utf8
+        return String(unsafeUninitializedCapacity: prefix.count + 3 * id.count + suffix.count) { buffer in
+            var written = UnsafeMutableBufferPointer(rebasing: buffer[...]).initialize(from: prefix).1
+            written += QueryString.writePercentEncoded(id, into: UnsafeMutableBufferPointer(rebasing: buffer[written...]))
+            written += UnsafeMutableBufferPointer(rebasing: buffer[written...]).initialize(from: suffix).1
+            return written
         }
     }
 
