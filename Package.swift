@@ -176,6 +176,9 @@ let package = Package(
                 "TributaryServer", "Aggregation", "Libevent", "Redis", "TributaryTesting",
                 // Gzip answers inflated with zlib itself (HTTPSemanticsTests).
                 "CZlib",
+                // A timer's exposition compared with swift-prometheus's own (SecondsTimerFactoryTests).
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 // deploy/compose.yaml read as Docker Compose reads it (DeployFilesTests).
                 .product(name: "Yams", package: "Yams"),

@@ -7,7 +7,8 @@ import Metrics
 public enum MetricsExport {
     public static let registry: PrometheusCollectorRegistry = {
         let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        // swift-prometheus's factory, with timers that record seconds as `Double`s.
+        MetricsSystem.bootstrap(SecondsTimerFactory(registry: registry))
         return registry
     }()
 }
