@@ -135,6 +135,52 @@ struct UpstreamClientTests {
         await upstream.shutdown()
     }
 
+    /// A caller that is an object, for ``UpstreamClient/execute(_:for:completion:)``: it notes
+    /// its outcome, and when it is released.
+    final class Receiver {
+        let id: Int
+        let outcomes: Observed<[Int: Outcome]>
+        let released: Observed<Set<Int>>
+
+        init(id: Int, outcomes: Observed<[Int: Outcome]>, released: Observed<Set<Int>>) {
+            self.id = id
+            self.outcomes = outcomes
+            self.released = released
+        }
+
+        deinit { released.update { [id] in _ = $0.insert(id) } }
+    }
+
+    @Test("a call for a receiver hands it the result and holds it until then; cancelled, it lets the receiver go unanswered")
+    func callForAReceiver() async throws {
+        let upstream = try await ScriptedUpstream.start { request in request.uri == "/hang" ? .hang : .json(#"{"ok":true}"#) }
+        let base = try BaseURL(upstream.baseURL)
+        let harness = try await Harness()
+        let released = Observed<Set<Int>>([])
+        let client = harness.client
+        let outcomes = harness.outcomes
+        // Each receiver is held by its call alone.
+        let hanging = try await harness.thread.run { loop in
+            for (id, path) in [(1, "/ok"), (2, "/hang")] {
+                let call = client.value.execute(UpstreamRequest(base: base, path: path), for: Receiver(id: id, outcomes: outcomes, released: released)) { receiver, outcome in
+                    let receiver = unsafeDowncast(receiver, to: Receiver.self)
+                    receiver.outcomes.update { $0[receiver.id] = outcome }
+                }
+                if id == 2 { return LoopBound(call, loop: loop) }
+            }
+            preconditionFailure("the hanging call was not made")
+        }
+        #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[1] != nil })
+        #expect(try harness.outcomes.value[1]?.get().status == 200)
+        #expect(await released.wait(timeout: .seconds(5)) { $0 == [1] }, "the answered call let its receiver go")
+        #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.uri == "/hang" } })
+        try await harness.thread.run { _ in hanging.value.cancel() }
+        #expect(await released.wait(timeout: .seconds(5)) { $0 == [1, 2] }, "the cancelled call let its receiver go")
+        #expect(harness.outcomes.value[2] == nil, "a cancelled call does not complete")
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
     @Test("a call past its deadline fails with timeout, and the upstream sees the close")
     func timeout() async throws {
         let upstream = try await ScriptedUpstream.start { _ in .hang }

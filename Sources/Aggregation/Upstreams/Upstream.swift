@@ -202,18 +202,24 @@ class JSONFetch<Value> {
         let request = UpstreamRequest(
             base: upstream.base, path: path, headers: acceptingJSON, trace: trace,
             timeout: upstream.policy.timeout, maxResponseBytes: upstream.policy.maxResponseBytes)
-        call = upstream.client.execute(request) { [self] result in
-            // The call's own start and end: no clock reading here.
-            if let latency = call?.latencyNanoseconds { upstream.metrics.latency.recordNanoseconds(latency) }
-            call = nil
-            switch result {
-            case .success(let response):
-                report(response.status >= 500 ? .failure : .success)
-                received(response)
-            case .failure(let error):
-                report(Self.outcome(of: error))
-                failed(ResourceError(error, upstream: upstream.name, path: path), retryable: error.isRetryable)
-            }
+        // A closure that captures nothing, handed the fetch: no allocation per call.
+        call = upstream.client.execute(request, for: self) { fetch, result in
+            unsafeDowncast(fetch, to: JSONFetch<Value>.self).callEnded(result)
+        }
+    }
+
+    /// The call in flight ended.
+    private func callEnded(_ result: Result<UpstreamResponse, UpstreamError>) {
+        // The call's own start and end: no clock reading here.
+        if let latency = call?.latencyNanoseconds { upstream.metrics.latency.recordNanoseconds(latency) }
+        call = nil
+        switch result {
+        case .success(let response):
+            report(response.status >= 500 ? .failure : .success)
+            received(response)
+        case .failure(let error):
+            report(Self.outcome(of: error))
+            failed(ResourceError(error, upstream: upstream.name, path: path), retryable: error.isRetryable)
         }
     }
 

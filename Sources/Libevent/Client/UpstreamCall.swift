@@ -3,7 +3,7 @@
 ///
 /// ``cancel()`` is for a caller that no longer wants the answer: an in-flight request is
 /// withdrawn from its connection, which closes (the upstream sees the close), and the
-/// completion handler is not called.
+/// completion handler (or receiver) is not called.
 ///
 /// ```
 /// queued ──dispatch──▶ inFlight ──answered / failed (reported by the connection)──▶ finished
@@ -13,6 +13,20 @@
 ///    └ deadline, cancel ──┴──────────────────────────────────────────────────────▶ finished
 /// ```
 public final class UpstreamCall {
+    /// Who hears the call's result: a closure, or an object handed to a closure that captures
+    /// nothing (a caller that is an object already saves a closure context per call).
+    enum Receiver {
+        case closure((Result<UpstreamResponse, UpstreamError>) -> Void)
+        case object(AnyObject, (AnyObject, Result<UpstreamResponse, UpstreamError>) -> Void)
+
+        func receive(_ result: Result<UpstreamResponse, UpstreamError>) {
+            switch self {
+            case .closure(let completion): completion(result)
+            case .object(let receiver, let completion): completion(receiver, result)
+            }
+        }
+    }
+
     private enum State {
         case queued
         case inFlight(any UpstreamConnection)
@@ -20,7 +34,8 @@ public final class UpstreamCall {
     }
 
     let request: UpstreamRequest
-    private var completion: ((Result<UpstreamResponse, UpstreamError>) -> Void)?
+    /// Nil once the result was delivered or the call cancelled.
+    private var receiver: Receiver?
     private unowned let pool: ConnectionPool
     private var state = State.queued
     /// The client's deadlines, while the call is in one of their lines (until it ends or its
@@ -39,12 +54,12 @@ public final class UpstreamCall {
     /// Where the pool keeps the call while it is on a connection (-1: not there).
     var activeIndex = -1
 
-    init(request: UpstreamRequest, pool: ConnectionPool, completion: @escaping (Result<UpstreamResponse, UpstreamError>) -> Void) {
+    init(request: UpstreamRequest, pool: ConnectionPool, receiver: Receiver) {
         startedAt = .now
         // Last: the request moves in, not copied.
         self.request = request
         self.pool = pool
-        self.completion = completion
+        self.receiver = receiver
     }
 
     /// How long the call took, once it ended (``latencyNanoseconds``).
@@ -93,10 +108,10 @@ public final class UpstreamCall {
         connection.send(self)
     }
 
-    /// Cancels the call; the completion handler is not called. Closes the connection of an
+    /// Cancels the call; the completion handler (or receiver) is not called. Closes the connection of an
     /// in-flight request. Does nothing more once finished.
     public func cancel() {
-        completion = nil
+        receiver = nil
         guard !isFinished else { return }
         stop()
     }
@@ -163,9 +178,9 @@ public final class UpstreamCall {
     }
 
     private func deliver(_ result: Result<UpstreamResponse, UpstreamError>) {
-        let completion = self.completion
-        self.completion = nil
-        completion?(result)
+        let receiver = self.receiver
+        self.receiver = nil
+        receiver?.receive(result)
     }
 
     private func error(_ kind: UpstreamError.Kind, _ detail: String) -> UpstreamError {
