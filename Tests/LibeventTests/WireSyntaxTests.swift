@@ -120,6 +120,70 @@ struct WireSyntaxTests {
         }
     }
 
+    // MARK: - Percent-encoding
+
+    static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+
+    /// RFC 3986's rule, byte by byte: unreserved bytes as they are, any other as `%XX`.
+    static func plainlyPercentEncoded(_ bytes: [UInt8]) -> [UInt8] {
+        let hex = Array("0123456789ABCDEF".utf8)
+        return bytes.flatMap { unreserved.contains($0) ? [$0] : [UInt8(ascii: "%"), hex[Int($0 >> 4)], hex[Int($0 & 0xF)]] }
+    }
+
+    /// Every byte value at every position of inputs up to three words long, over fillers
+    /// copied by the word (a letter, a digit, `-`, `.`) or byte by byte (`_`, `~`, `/`, 0xC3),
+    /// into exactly the room the encoding takes and into room for every byte encoded.
+    @Test("percent-encoding word by word writes exactly the bytes of the plain rule, wherever a byte sits", arguments: Array("aZ0-._~/".utf8) + [0xC3])
+    func percentEncodingByWords(filler: UInt8) {
+        for length in [1, 7, 8, 9, 15, 16, 17, 24] {
+            for position in 0..<length {
+                for byte in UInt8.min...UInt8.max {
+                    var bytes = [UInt8](repeating: filler, count: length)
+                    bytes[position] = byte
+                    let expected = Self.plainlyPercentEncoded(bytes)
+                    for room in [expected.count, 3 * length] {
+                        let encoded = bytes.withUnsafeBufferPointer { input in
+                            [UInt8](unsafeUninitializedCapacity: room) { output, count in
+                                count = QueryString.writePercentEncoded(input, into: UnsafeMutableBufferPointer(rebasing: output[..<room]))
+                            }
+                        }
+                        if encoded != expected {
+                            Issue.record("filler \(filler), byte \(byte) at \(position) of \(length), room \(room): \(encoded), not \(expected)")
+                            return
+                        }
+                    }
+                }
+            }
+        }
+        let uuid = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
+        #expect(QueryString.percentEncoded(uuid) == uuid)
+        #expect(QueryString.percentEncoded("abcdefgh/ijklmnop_q~r.s-t%") == "abcdefgh%2Fijklmnop_q~r.s-t%25")
+    }
+
+    @Test("a word's marks of bytes that are not letters, digits, - or . are exact, one per such byte")
+    func alphanumericDashDotMarks() {
+        let copiedByWord = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-.".utf8)
+        let lettersOrHyphen = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-".utf8)
+        for byte in UInt8.min...UInt8.max {
+            for position in 0..<8 {
+                // The byte amid letters, and amid bytes that are not.
+                for filler in [UInt8(ascii: "a"), 0x2F] {
+                    var word = UInt64(0)
+                    for index in 0..<8 { word |= UInt64(index == position ? byte : filler) << (8 * UInt64(index)) }
+                    var expectedUnreserved = UInt64(0)
+                    var expectedToken = UInt64(0)
+                    for index in 0..<8 {
+                        let value = index == position ? byte : filler
+                        if !copiedByWord.contains(value) { expectedUnreserved |= 0x80 << (8 * UInt64(index)) }
+                        if !lettersOrHyphen.contains(value) { expectedToken |= 0x80 << (8 * UInt64(index)) }
+                    }
+                    #expect(QueryString.notAlphanumericDashOrDot(in: word) == expectedUnreserved, "byte \(byte) at \(position), filler \(filler)")
+                    #expect(HTTPSyntax.notLettersOrHyphens(in: word) == expectedToken, "byte \(byte) at \(position), filler \(filler)")
+                }
+            }
+        }
+    }
+
     // MARK: - The request head
 
     static func head(headers: [(String, String)], method: HTTPMethod = .get, body: [UInt8] = []) throws -> String {

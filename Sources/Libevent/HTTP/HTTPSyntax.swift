@@ -18,10 +18,26 @@ enum HTTPSyntax {
 
     /// The index of the first byte at or after `start` that is not a token byte
     /// (``isTokenByte(_:)``), or `bytes.count`: where a header name ends.
+    ///
+    /// Eight bytes at a time while eight remain (every header name of every upstream answer,
+    /// and of every request head the client writes, passes here): most of a name's bytes are
+    /// letters and hyphens, which a word of them passes with a few arithmetic operations
+    /// (``notLettersOrHyphens(in:)``). The first byte of a word that is neither is checked on
+    /// its own, and the scan steps over it when it is a token byte all the same (a digit, `_`).
     @inline(__always)
     static func endOfToken(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
         guard let base = bytes.baseAddress else { return bytes.count }
         var index = max(start, 0)
+        while bytes.count - index >= 8 {
+            let marks = notLettersOrHyphens(in: ByteWords.load(bytes, at: index))
+            guard marks != 0 else {
+                index += 8
+                continue
+            }
+            let position = index + marks.trailingZeroBitCount / 8
+            guard isTokenByte(base.load(fromByteOffset: position, as: UInt8.self)) else { return position }
+            index = position + 1
+        }
         while index < bytes.count {
             let byte = base.load(fromByteOffset: index, as: UInt8.self)
             // Letters first, with one comparison (`| 0x20` maps 'A'–'Z' onto 'a'–'z' and no
@@ -30,6 +46,28 @@ enum HTTPSyntax {
             index += 1
         }
         return index
+    }
+
+    /// The high bit of each byte of `word` that is neither an ASCII letter nor `-`, and of no
+    /// other byte: each byte is tested on its own (``inRange(_:_:in:)``), so every mark is
+    /// exact, not only the lowest.
+    @inline(__always)
+    static func notLettersOrHyphens(in word: UInt64) -> UInt64 {
+        let low = word & ByteWords.repeating(0x7F)
+        // `| 0x20` maps 'A'–'Z' onto 'a'–'z' and no other 7-bit value onto them.
+        let letters = inRange(0x61, 0x7A, in: low | ByteWords.repeating(0x20))
+        let hyphens = inRange(0x2D, 0x2D, in: low)
+        return (~(letters | hyphens) | word) & ByteWords.repeating(0x80)
+    }
+
+    /// The high bit of each byte of `low` from `lowest` to `highest` (all of them below 0x80),
+    /// for a `low` whose bytes are all below 0x80: adding `0x80 - limit` to such a byte sets
+    /// its high bit exactly when it is at least `limit`, and never carries into the next byte.
+    @inline(__always)
+    static func inRange(_ lowest: UInt8, _ highest: UInt8, in low: UInt64) -> UInt64 {
+        let atLeastLowest = low &+ ByteWords.repeating(0x80 - lowest)
+        let aboveHighest = low &+ ByteWords.repeating(0x7F - highest)
+        return atLeastLowest & ~aboveHighest & ByteWords.repeating(0x80)
     }
 
     /// A control byte other than HTAB: never part of a field value or reason phrase.

@@ -66,22 +66,64 @@ public enum QueryString {
     /// which has room for at least ``percentEncodedCount(_:)`` bytes; returns how many it
     /// wrote. For callers that build a path around the encoded bytes in one allocation.
     public static func writePercentEncoded(_ bytes: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>) -> Int {
-        // Writes go unchecked below: room for everything encoded (what callers usually give)
-        // passes at once, anything less is counted.
+        // Room for everything encoded (what callers usually give) passes at once, anything
+        // less is counted: past this check every write below is in bounds.
         precondition(output.count >= 3 * bytes.count || output.count >= percentEncodedCount(bytes), "no room for the encoded bytes")
+        // Every detail call encodes its id here (~16 instructions per byte of a UUID, byte by
+        // byte with checked subscripts): so through the base pointers, eight bytes at a time
+        // while eight remain and eight fit. A word is copied whole, then the bytes from its
+        // first that is not a letter, digit, `-` or `.` (``notAlphanumericDashOrDot(in:)``)
+        // on are written again: that byte on its own, the scan going on after it.
+        // `index` stays below `bytes.count`; `written` is what `bytes[..<index]` encodes to, so
+        // the check above leaves room for the next byte's encoding, and a word is stored
+        // only where eight bytes fit.
+        guard let source = bytes.baseAddress, let target = output.baseAddress else { return 0 }
+        var index = 0
         var written = 0
-        for byte in bytes {
-            if isUnreserved(byte) {
-                output[written] = byte
-                written += 1
-            } else {
-                output[written] = UInt8(ascii: "%")
-                output[written + 1] = upperHexDigit(byte >> 4)
-                output[written + 2] = upperHexDigit(byte & 0xF)
-                written += 3
+        while bytes.count - index >= 8 && output.count - written >= 8 {
+            let word = UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)
+            UnsafeMutableRawPointer(target + written).storeBytes(of: word, as: UInt64.self)
+            let marks = notAlphanumericDashOrDot(in: UInt64(littleEndian: word))
+            guard marks != 0 else {
+                index += 8
+                written += 8
+                continue
             }
+            let copied = marks.trailingZeroBitCount / 8
+            written += copied + writeEncoded(source[index + copied], at: target + written + copied)
+            index += copied + 1
+        }
+        while index < bytes.count {
+            written += writeEncoded(source[index], at: target + written)
+            index += 1
         }
         return written
+    }
+
+    /// Writes one byte at `target`, percent-encoded unless it is unreserved; returns how many
+    /// bytes that took (1 or 3).
+    @inline(__always)
+    private static func writeEncoded(_ byte: UInt8, at target: UnsafeMutablePointer<UInt8>) -> Int {
+        if isUnreserved(byte) {
+            target[0] = byte
+            return 1
+        }
+        target[0] = UInt8(ascii: "%")
+        target[1] = upperHexDigit(byte >> 4)
+        target[2] = upperHexDigit(byte & 0xF)
+        return 3
+    }
+
+    /// The high bit of each byte of `word` that is not an ASCII letter, digit, `-` or `.`, and
+    /// of no other byte (each byte tested on its own, ``HTTPSyntax/inRange(_:_:in:)``): the
+    /// unreserved bytes but `_` and `~`, which are rare in ids and left to the byte-wise check.
+    @inline(__always)
+    static func notAlphanumericDashOrDot(in word: UInt64) -> UInt64 {
+        let low = word & ByteWords.repeating(0x7F)
+        let letters = HTTPSyntax.inRange(0x61, 0x7A, in: low | ByteWords.repeating(0x20))
+        // `-` `.` `/` `0`–`9`, without `/`.
+        let dashDotDigits = HTTPSyntax.inRange(0x2D, 0x39, in: low) & ~HTTPSyntax.inRange(0x2F, 0x2F, in: low)
+        return (~(letters | dashDotDigits) | word) & ByteWords.repeating(0x80)
     }
 
     private static func upperHexDigit(_ value: UInt8) -> UInt8 {
@@ -90,12 +132,11 @@ public enum QueryString {
 
     /// RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`), as bits of two masks: one
     /// shift and test per byte, for ids that are encoded on every upstream call.
+    @inline(__always)
     private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case 0..<64: (unreservedBelow64 >> UInt64(byte)) & 1 == 1
-        case 64..<128: (unreservedFrom64 >> UInt64(byte - 64)) & 1 == 1
-        default: false
-        }
+        // The mask is chosen without a branch; no byte from 128 up is unreserved.
+        let mask = byte < 64 ? unreservedBelow64 : unreservedFrom64
+        return byte < 128 && (mask >> UInt64(byte & 63)) & 1 == 1
     }
 
     /// `-` (45), `.` (46), `0`–`9` (48–57).
