@@ -266,11 +266,14 @@ package struct HTTPResponseParser {
         var transferEncoding: UnsafeRawBufferPointer?
         headers = []
         var lineStart = statusLineEnd + 1
-        while !Self.isEmptyLine(head, at: lineStart) {
+        while true {
             // `name: value`, in one pass over the line: the name's bytes up to the first that
             // is not a token byte, which must be the colon (a folded line, whitespace before the
             // colon: refused); then the value's up to its line end (``endOfValue(in:from:)``).
             let colon = HTTPSyntax.endOfToken(in: head, from: lineStart)
+            // No name: the empty line that ends the head (CR and LF are no token bytes), or a
+            // malformed line. Tested only then, not before every line.
+            if colon == lineStart && Self.isEmptyLine(head, at: lineStart) { break }
             guard colon > lineStart, colon < head.count, head[colon] == Self.colonByte,
                   let (valueEnd, nextLine) = Self.endOfValue(in: head, from: colon + 1) else {
                 return .malformed("malformed header line")
