@@ -186,6 +186,56 @@ struct HTTPResponseParserTests {
         }
     }
 
+    /// RFC 9112's status line, spelled out: `HTTP/1.` and a digit, a space, three digits
+    /// (100 and up), then nothing or a space and a reason without control bytes but tabs.
+    static func statusLineIsValid(_ bytes: [UInt8]) -> Bool {
+        let line = bytes.last == UInt8(ascii: "\r") ? Array(bytes.dropLast()) : bytes
+        func isDigit(_ index: Int) -> Bool { line[index] >= UInt8(ascii: "0") && line[index] <= UInt8(ascii: "9") }
+        guard line.count >= 12, Array(line[..<7]) == Array("HTTP/1.".utf8), isDigit(7), line[8] == UInt8(ascii: " "),
+              isDigit(9), isDigit(10), isDigit(11), line.count == 12 || line[12] == UInt8(ascii: " "),
+              line[9] >= UInt8(ascii: "1") else { return false }
+        return !line[12...].contains(where: WireSyntaxTests.isForbiddenInValue)
+    }
+
+    /// The bytes as they are (no String round trip), whole and one at a time.
+    @Test("each of the 256 bytes, anywhere in the status line, is accepted or refused as the plain rule says")
+    func statusLineBytes() {
+        let line = Array("HTTP/1.1 200 OK\r".utf8)
+        for position in line.indices {
+            // LF alone ends the line there, so it is another test's matter.
+            for byte in UInt8.min...UInt8.max where byte != UInt8(ascii: "\n") {
+                var bytes = line
+                bytes[position] = byte
+                let response = bytes + Array("\nContent-Length: 0\r\n\r\n".utf8)
+                let status = Int(String(decoding: bytes[9..<12], as: UTF8.self)) ?? 0
+                let expected: HTTPResponseParser.Outcome
+                if !Self.statusLineIsValid(bytes) {
+                    expected = .failed(.invalidResponse, "malformed status line")
+                } else if status == 101 {
+                    expected = .failed(.invalidResponse, "an unrequested protocol switch (101)")
+                } else if status < 200 {
+                    expected = .needsMore  // an interim answer: the final one is still to come
+                } else {
+                    expected = .complete(consumed: response.count)
+                }
+                for pieceSize in [response.count, 1] {
+                    var parser = HTTPResponseParser(limits: Self.limits, keepsHeaders: false, expectsBody: true)
+                    var outcome = HTTPResponseParser.Outcome.needsMore
+                    var offset = 0
+                    while offset < response.count, outcome == .needsMore {
+                        let end = min(response.count, offset + pieceSize)
+                        outcome = response[offset..<end].withUnsafeBytes { parser.feed($0) }
+                        if case .complete(let consumed) = outcome { outcome = .complete(consumed: offset + consumed) }
+                        offset = end
+                    }
+                    if outcome != expected {
+                        Issue.record("byte \(byte) at \(position), pieces of \(pieceSize): \(outcome), not \(expected)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("a header line is refused for a CR inside it, a control byte after the first word of its value, or no line end before the head's")
     func headerLineEdges() {
         let refused = [
