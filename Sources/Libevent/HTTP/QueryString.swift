@@ -93,6 +93,18 @@ public enum QueryString {
             written += copied + writeEncoded(source[index + copied], at: target + written + copied)
             index += copied + 1
         }
+        // Fewer than eight left (a UUID's last four): when the input's last word holds only
+        // bytes copied as they are, it is stored whole, ending where the output ends. Its bytes
+        // before `index` were written one for one just before, so they are written again the
+        // same; the store ends within the room the check above leaves.
+        let lastWord = bytes.count - 8
+        if index < bytes.count && lastWord >= 0 && index > lastWord {
+            let word = UnsafeRawPointer(source + lastWord).loadUnaligned(as: UInt64.self)
+            if notAlphanumericDashOrDot(in: UInt64(littleEndian: word)) == 0 {
+                UnsafeMutableRawPointer(target + written - (index - lastWord)).storeBytes(of: word, as: UInt64.self)
+                return written + bytes.count - index
+            }
+        }
         while index < bytes.count {
             written += writeEncoded(source[index], at: target + written)
             index += 1
