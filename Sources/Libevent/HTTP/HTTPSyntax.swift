@@ -28,16 +28,7 @@ enum HTTPSyntax {
     static func endOfToken(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
         guard let base = bytes.baseAddress else { return bytes.count }
         var index = max(start, 0)
-        while bytes.count - index >= 8 {
-            let marks = notLettersOrHyphens(in: ByteWords.load(bytes, at: index))
-            guard marks != 0 else {
-                index += 8
-                continue
-            }
-            let position = index + marks.trailingZeroBitCount / 8
-            guard isTokenByte(base.load(fromByteOffset: position, as: UInt8.self)) else { return position }
-            index = position + 1
-        }
+        if let end = scanWords(bytes, from: &index, candidates: notLettersOrHyphens, stops: { !isTokenByte($0) }) { return end }
         while index < bytes.count {
             let byte = base.load(fromByteOffset: index, as: UInt8.self)
             // Letters first, with one comparison (`| 0x20` maps 'A'–'Z' onto 'a'–'z' and no
@@ -95,22 +86,36 @@ enum HTTPSyntax {
     static func firstControlByte(in bytes: UnsafeRawBufferPointer, from start: Int, where matches: (UInt8) -> Bool) -> Int {
         var index = max(start, 0)
         if let base = bytes.baseAddress {
-            while bytes.count - index >= 8 {
-                let marks = controlBytes(in: ByteWords.load(bytes, at: index))
-                guard marks != 0 else {
-                    index += 8
-                    continue
-                }
-                let position = index + marks.trailingZeroBitCount / 8
-                if matches(base.load(fromByteOffset: position, as: UInt8.self)) { return position }
-                index = position + 1
-            }
+            if let found = scanWords(bytes, from: &index, candidates: controlBytes, stops: matches) { return found }
             while index < bytes.count {
                 if matches(base.load(fromByteOffset: index, as: UInt8.self)) { return index }
                 index += 1
             }
         }
         return bytes.count
+    }
+
+    /// The word loop of the scans above: from `index`, eight bytes at a time while eight
+    /// remain, for the first byte that `stops` the scan. `candidates` marks (the high bit of
+    /// each byte) the bytes of a word that may stop it, never missing one; the lowest marked
+    /// byte is checked on its own, and the scan goes on after it when it does not stop. The
+    /// stopping byte's index, or nil with `index` at the fewer than eight bytes left.
+    @inline(__always)
+    private static func scanWords(
+        _ bytes: UnsafeRawBufferPointer, from index: inout Int, candidates: (UInt64) -> UInt64, stops: (UInt8) -> Bool
+    ) -> Int? {
+        guard let base = bytes.baseAddress else { return nil }
+        while bytes.count - index >= 8 {
+            let marks = candidates(ByteWords.load(bytes, at: index))
+            guard marks != 0 else {
+                index += 8
+                continue
+            }
+            let position = index + marks.trailingZeroBitCount / 8
+            if stops(base.load(fromByteOffset: position, as: UInt8.self)) { return position }
+            index = position + 1
+        }
+        return nil
     }
 
     /// The high bit of each byte of `word` (read little-endian: its first byte lowest) that is
