@@ -21,7 +21,7 @@ public struct PathTemplate: Sendable, Equatable, CustomStringConvertible {
     /// The path for `id`, or nil when `id` cannot be one path segment.
     public func path(for id: String) -> String? {
         var id = id
-        return id.withUTF8(path(forID:))
+        return id.withUTF8 { path(forID: $0) }
     }
 
     /// The path for the id whose UTF-8 is `id` (as ``path(for:)``): for an id read in place

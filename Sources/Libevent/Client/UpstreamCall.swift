@@ -3,7 +3,7 @@
 ///
 /// ``cancel()`` is for a caller that no longer wants the answer: an in-flight request is
 /// withdrawn from its connection, which closes (the upstream sees the close), and the
-/// completion handler (or receiver) is not called.
+/// completion handler is not called.
 ///
 /// ```
 /// queued ──dispatch──▶ inFlight ──answered / failed (reported by the connection)──▶ finished
@@ -108,7 +108,7 @@ public final class UpstreamCall {
         connection.send(self)
     }
 
-    /// Cancels the call; the completion handler (or receiver) is not called. Closes the connection of an
+    /// Cancels the call; the completion handler is not called. Closes the connection of an
     /// in-flight request. Does nothing more once finished.
     public func cancel() {
         receiver = nil

@@ -23,8 +23,8 @@ public struct UpstreamRequest: Sendable {
 
     public init(
         base: BaseURL, method: HTTPMethod = .get, path: String, headers: [(String, String)] = [],
-        trace: TraceContext? = nil, body: [UInt8] = [], timeout: Duration = .seconds(10), keepsResponseHeaders: Bool = false,
-        maxResponseBytes: Int = 8 * 1024 * 1024
+        trace: TraceContext? = nil, body: [UInt8] = [], timeout: Duration = .seconds(10),
+        keepsResponseHeaders: Bool = false, maxResponseBytes: Int = 8 * 1024 * 1024
     ) {
         self.base = base
         self.method = method

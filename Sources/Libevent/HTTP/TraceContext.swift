@@ -10,7 +10,6 @@ import Synchronization
 /// trace.traceID            // "4bf92f3577b34da6a3ce929d0e0e4736"
 /// trace.upstreamHeaders()  // [("traceparent", "00-4bf92f…4736-<a new span id>-01"), ("tracestate", "congo=t61")]
 /// UpstreamRequest(base: base, path: "/groups", trace: trace)   // the client writes the same
-
 /// ```
 ///
 /// A value, `Sendable`: it travels with the pipeline a request starts, detail calls that start
