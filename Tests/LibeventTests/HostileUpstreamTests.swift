@@ -81,7 +81,10 @@ struct HostileUpstreamTests {
         let upstream = try await ScriptedUpstream.start { _ in .hang }
         let base = try BaseURL(upstream.baseURL)
         let harness = try await Harness(.init(defaultPoolCapacity: 1, defaultMaxQueue: 50))
-        _ = try await harness.start(0, UpstreamRequest(base: base, path: "/busy"))
+        // Busy for the whole test, however long a loaded run takes: with the default 10 s it
+        // once timed out mid-test, freed the connection, and later rounds admitted calls the
+        // full line should have refused.
+        _ = try await harness.start(0, UpstreamRequest(base: base, path: "/busy", timeout: .seconds(600)))
         let client = harness.client
         let outcomes = harness.outcomes
         for round in 0..<20 {
