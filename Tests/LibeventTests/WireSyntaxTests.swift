@@ -21,24 +21,36 @@ struct WireSyntaxTests {
         #expect(name.withUnsafeBytes { HTTPSyntax.endOfToken(in: $0, from: 8) } == name.count)
     }
 
-    /// Every byte value at every position, over fillers of each kind of token byte.
-    @Test("a token ends at its first non-token byte wherever it sits", arguments: Array("aZz09-!".utf8))
-    func tokenEnd(filler: UInt8) {
-        for length in [1, 7, 8, 9, 16, 17, 24] {
+    /// Hands `check` each buffer of each of `lengths` that is `filler` but for one byte, of
+    /// every value, at every position; the first mismatch `check` describes is recorded with
+    /// the buffer's making, and ends the walk (one is enough, and thousands would drown it).
+    static func everyByteAtEveryPosition(
+        over filler: UInt8, lengths: [Int], sourceLocation: SourceLocation = #_sourceLocation, _ check: ([UInt8]) -> String?
+    ) {
+        for length in lengths {
             for position in 0..<length {
                 for byte in UInt8.min...UInt8.max {
                     var bytes = [UInt8](repeating: filler, count: length)
                     bytes[position] = byte
-                    for start in [0, 1, 3] where start <= length {
-                        let expected = (start..<length).first { !Self.tchars.contains(bytes[$0]) } ?? length
-                        let found = bytes.withUnsafeBytes { HTTPSyntax.endOfToken(in: $0, from: start) }
-                        if found != expected {
-                            Issue.record("filler \(filler), byte \(byte) at \(position) of \(length), from \(start): \(found), not \(expected)")
-                            return
-                        }
+                    if let mismatch = check(bytes) {
+                        Issue.record("filler \(filler), byte \(byte) at \(position) of \(length), \(mismatch)", sourceLocation: sourceLocation)
+                        return
                     }
                 }
             }
+        }
+    }
+
+    /// Every byte value at every position, over fillers of each kind of token byte.
+    @Test("a token ends at its first non-token byte wherever it sits", arguments: Array("aZz09-!".utf8))
+    func tokenEnd(filler: UInt8) {
+        Self.everyByteAtEveryPosition(over: filler, lengths: [1, 7, 8, 9, 16, 17, 24]) { bytes in
+            for start in [0, 1, 3] where start <= bytes.count {
+                let expected = (start..<bytes.count).first { !Self.tchars.contains(bytes[$0]) } ?? bytes.count
+                let found = bytes.withUnsafeBytes { HTTPSyntax.endOfToken(in: $0, from: start) }
+                if found != expected { return "from \(start): \(found), not \(expected)" }
+            }
+            return nil
         }
         // Two bytes that differ from the class only in case or in one bit, side by side.
         for first in UInt8.min...UInt8.max {
@@ -83,21 +95,13 @@ struct WireSyntaxTests {
     /// are allowed but near the edges (a tab, 0x20, 0x7E, 0x80, 0xFF), from several starts.
     @Test("the first byte forbidden in a value is found wherever it sits, and only it", arguments: [0x61, 0x09, 0x20, 0x7E, 0x80, 0xFF] as [UInt8])
     func forbiddenInValue(filler: UInt8) {
-        for length in [1, 7, 8, 9, 15, 16, 17, 24] {
-            for position in 0..<length {
-                for byte in UInt8.min...UInt8.max {
-                    var bytes = [UInt8](repeating: filler, count: length)
-                    bytes[position] = byte
-                    for start in [0, 1, 5] where start <= length {
-                        let expected = (start..<length).first { Self.isForbiddenInValue(bytes[$0]) } ?? length
-                        let found = bytes.withUnsafeBytes { HTTPSyntax.firstForbiddenInValue($0, from: start) }
-                        if found != expected {
-                            Issue.record("filler \(filler), byte \(byte) at \(position) of \(length), from \(start): \(found), not \(expected)")
-                            return
-                        }
-                    }
-                }
+        Self.everyByteAtEveryPosition(over: filler, lengths: [1, 7, 8, 9, 15, 16, 17, 24]) { bytes in
+            for start in [0, 1, 5] where start <= bytes.count {
+                let expected = (start..<bytes.count).first { Self.isForbiddenInValue(bytes[$0]) } ?? bytes.count
+                let found = bytes.withUnsafeBytes { HTTPSyntax.firstForbiddenInValue($0, from: start) }
+                if found != expected { return "from \(start): \(found), not \(expected)" }
             }
+            return nil
         }
     }
 
@@ -147,25 +151,17 @@ struct WireSyntaxTests {
     /// into exactly the room the encoding takes and into room for every byte encoded.
     @Test("percent-encoding word by word writes exactly the bytes of the plain rule, wherever a byte sits", arguments: Array("aZ0-._~/".utf8) + [0xC3])
     func percentEncodingByWords(filler: UInt8) {
-        for length in [1, 7, 8, 9, 15, 16, 17, 24] {
-            for position in 0..<length {
-                for byte in UInt8.min...UInt8.max {
-                    var bytes = [UInt8](repeating: filler, count: length)
-                    bytes[position] = byte
-                    let expected = Self.plainlyPercentEncoded(bytes)
-                    for room in [expected.count, 3 * length] {
-                        let encoded = bytes.withUnsafeBufferPointer { input in
-                            [UInt8](unsafeUninitializedCapacity: room) { output, count in
-                                count = QueryString.writePercentEncoded(input, into: UnsafeMutableBufferPointer(rebasing: output[..<room]))
-                            }
-                        }
-                        if encoded != expected {
-                            Issue.record("filler \(filler), byte \(byte) at \(position) of \(length), room \(room): \(encoded), not \(expected)")
-                            return
-                        }
+        Self.everyByteAtEveryPosition(over: filler, lengths: [1, 7, 8, 9, 15, 16, 17, 24]) { bytes in
+            let expected = Self.plainlyPercentEncoded(bytes)
+            for room in [expected.count, 3 * bytes.count] {
+                let encoded = bytes.withUnsafeBufferPointer { input in
+                    [UInt8](unsafeUninitializedCapacity: room) { output, count in
+                        count = QueryString.writePercentEncoded(input, into: UnsafeMutableBufferPointer(rebasing: output[..<room]))
                     }
                 }
+                if encoded != expected { return "room \(room): \(encoded), not \(expected)" }
             }
+            return nil
         }
         let uuid = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
         #expect(QueryString.percentEncoded(uuid) == uuid)
