@@ -9,8 +9,28 @@ public enum LowercaseHex {
     public static func write(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
         precondition(offset >= 0 && buffer.count - offset >= 16, "no room for 16 hex digits")
         for index in 0..<16 {
-            let nibble = UInt8(truncatingIfNeeded: value >> (60 - 4 * UInt64(index))) & 0xF
-            buffer[offset + index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+            buffer[offset + index] = digit(UInt8(truncatingIfNeeded: value >> (60 - 4 * UInt64(index))) & 0xF)
+        }
+    }
+
+    /// Writes the 2 digits of `value` into `buffer` from `offset`, which must leave room for them.
+    @inlinable @inline(__always)
+    public static func write(_ value: UInt8, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        precondition(offset >= 0 && buffer.count - offset >= 2, "no room for 2 hex digits")
+        buffer[offset] = digit(value >> 4)
+        buffer[offset + 1] = digit(value & 0xF)
+    }
+
+    @inlinable @inline(__always)
+    static func digit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+    }
+
+    /// The value of at most 16 digits, each of which ``isDigit(_:)`` (checked by the caller).
+    public static func value(of digits: some Collection<UInt8>) -> UInt64 {
+        precondition(digits.count <= 16, "more than 16 hex digits")
+        return digits.reduce(0) { value, digit in
+            value << 4 | UInt64(digit <= UInt8(ascii: "9") ? digit - UInt8(ascii: "0") : digit - UInt8(ascii: "a") + 10)
         }
     }
 

@@ -139,6 +139,19 @@ struct TraceContextTests {
         await world.stop()
     }
 
+    @Test("a traceparent's trace id and flags come back digit for digit, leading zeros and high flag bits kept", arguments: [
+        ("00000000000000000000000000000001", "a5"),
+        ("f0000000000000000000000000000000", "00"),
+        ("0123456789abcdef0fedcba987654321", "ff"),
+    ])
+    func traceIDAndFlagsRoundTrip(traceID: String, flags: String) {
+        let trace = TraceContext(traceparent: "00-\(traceID)-00f067aa0ba902b7-\(flags)", tracestate: nil)
+        #expect(trace.traceID == traceID)
+        #expect(trace.flags == flags)
+        let parent = trace.upstreamHeaders()[0].1
+        #expect(parent.hasPrefix("00-\(traceID)-") && parent.hasSuffix("-\(flags)") && parent.utf8.count == 55)
+    }
+
     @Test("new trace ids (no system random number per trace) are valid and never repeat, across threads")
     func newTraceIDsAreUnique() async {
         // Small enough not to hold the cooperative pool, which the other suites' awaits share.

@@ -15,13 +15,28 @@ import Synchronization
 /// A value, `Sendable`: it travels with the pipeline a request starts, detail calls that start
 /// long after the handler returned included.
 public struct TraceContext: Sendable, Equatable {
-    /// 32 lowercase hex digits, not all zero.
-    public let traceID: String
-    /// 2 hex digits (bit 0: sampled), passed on as received.
-    public let flags: String
+    // The ids are kept as numbers, not as the strings of their digits: the context is copied
+    // into every upstream call of a request, and a 32-digit string cost a reference count on
+    // each copy and an allocation for each new trace.
+    /// The trace id's first and last 16 hex digits, as numbers.
+    private let traceHigh: UInt64
+    private let traceLow: UInt64
+    /// The flags byte (bit 0: sampled), passed on as received.
+    private let flagBits: UInt8
     /// The request's `tracestate`, forwarded unchanged (only with a valid `traceparent`, and
     /// at most ``maximumStateBytes``: the length every participant must pass on).
     public let state: String?
+
+    /// 32 lowercase hex digits, not all zero.
+    public var traceID: String { LowercaseHex.string(traceHigh, traceLow) }
+
+    /// 2 lowercase hex digits (bit 0: sampled), passed on as received.
+    public var flags: String {
+        String(unsafeUninitializedCapacity: 2) { buffer in
+            LowercaseHex.write(flagBits, into: buffer, at: 0)
+            return 2
+        }
+    }
 
     /// The longest `tracestate` forwarded: W3C asks every participant to pass on at least 512
     /// bytes; a longer one is dropped rather than copied onto every upstream call.
@@ -35,13 +50,14 @@ public struct TraceContext: Sendable, Equatable {
             self.init()
             return
         }
-        self.init(traceID: parsed.traceID, flags: parsed.flags,
+        self.init(traceHigh: parsed.traceHigh, traceLow: parsed.traceLow, flagBits: parsed.flagBits,
                   state: tracestate.flatMap { $0.utf8.count <= Self.maximumStateBytes && !$0.isEmpty ? $0 : nil })
     }
 
-    private init(traceID: String, flags: String, state: String?) {
-        self.traceID = traceID
-        self.flags = flags
+    private init(traceHigh: UInt64, traceLow: UInt64, flagBits: UInt8, state: String?) {
+        self.traceHigh = traceHigh
+        self.traceLow = traceLow
+        self.flagBits = flagBits
         self.state = state
     }
 
@@ -51,7 +67,7 @@ public struct TraceContext: Sendable, Equatable {
     /// before; a trace id, like a span id, has to be unique, not secret (flags `01` make no
     /// claim of randomness, which W3C's level 2 `random` flag would).
     public init() {
-        self.init(traceID: LowercaseHex.string(Self.nextID(), Self.nextID()), flags: "01", state: nil)
+        self.init(traceHigh: Self.nextID(), traceLow: Self.nextID(), flagBits: 0x01, state: nil)
     }
 
     /// The headers of one upstream call: `traceparent` with a new span id, and `tracestate`
@@ -77,11 +93,12 @@ public struct TraceContext: Sendable, Equatable {
         buffer[0] = UInt8(ascii: "0")
         buffer[1] = UInt8(ascii: "0")
         buffer[2] = UInt8(ascii: "-")
-        _ = UnsafeMutableBufferPointer(rebasing: buffer[3..<35]).initialize(from: traceID.utf8)
+        LowercaseHex.write(traceHigh, into: buffer, at: 3)
+        LowercaseHex.write(traceLow, into: buffer, at: 19)
         buffer[35] = UInt8(ascii: "-")
         LowercaseHex.write(span, into: buffer, at: 36)
         buffer[52] = UInt8(ascii: "-")
-        _ = UnsafeMutableBufferPointer(rebasing: buffer[53..<55]).initialize(from: flags.utf8)
+        LowercaseHex.write(flagBits, into: buffer, at: 53)
     }
 
     /// Where span and trace ids come from: a Weyl sequence from a random start (one system
@@ -105,7 +122,7 @@ public struct TraceContext: Sendable, Equatable {
     }
 
     /// The trace id and flags of a valid version-00 `traceparent`, or nil.
-    static func parse(_ header: String) -> (traceID: String, flags: String)? {
+    static func parse(_ header: String) -> (traceHigh: UInt64, traceLow: UInt64, flagBits: UInt8)? {
         let bytes = Array(header.utf8)
         // 00-<32 hex>-<16 hex>-<2 hex>
         guard bytes.count == 55, bytes[0] == UInt8(ascii: "0"), bytes[1] == UInt8(ascii: "0"),
@@ -116,6 +133,7 @@ public struct TraceContext: Sendable, Equatable {
         guard [traceID, parentID, flags].allSatisfy({ $0.allSatisfy(LowercaseHex.isDigit) }),
               traceID.contains(where: { $0 != UInt8(ascii: "0") }),
               parentID.contains(where: { $0 != UInt8(ascii: "0") }) else { return nil }
-        return (String(decoding: traceID, as: UTF8.self), String(decoding: flags, as: UTF8.self))
+        return (LowercaseHex.value(of: bytes[3..<19]), LowercaseHex.value(of: bytes[19..<35]),
+                UInt8(LowercaseHex.value(of: flags)))
     }
 }
