@@ -42,32 +42,57 @@ final class JSONAnswers {
     /// and is called only when the request starts a run, not when it joins one.
     func answer<Fetch: Publisher<JSON, ResourceError>>(_ request: ServerRequest, url: String, fetch: () -> Fetch) {
         if settings.coalesce, let run = runs[url] { return join(request, run) }
-        let run = Run(url: url)
+        let run = Run(url: url, answers: self)
         if settings.coalesce { runs[url] = run }
         join(request, run)
-        let subscription = fetch().sink(
-            receiveCompletion: { [self] completion in
-                guard case .failure(let error) = completion else { return }
-                finish(run, with: .failure(error))
-            },
-            receiveValue: { [self] document in
-                finish(run, with: .success(Snapshot(document)))
-            })
-        if run.isFinished { return }
-        run.subscription = subscription
+        fetch().subscribe(run)
     }
 
     // MARK: - Runs
 
-    /// One run of the pipeline and the requests waiting for its document.
-    private final class Run {
+    /// One run of the pipeline and the requests waiting for its document. The run is the
+    /// pipeline's subscriber itself: a `sink` cost a subscriber, its lock, two closure
+    /// contexts and an `AnyCancellable` per request.
+    private final class Run: Subscriber {
+        typealias Input = JSON
+        typealias Failure = ResourceError
+
         let url: String
+        /// Who answers the waiting requests; held until the run ends.
+        private var answers: JSONAnswers?
         var waiting: [ServerRequest] = []
-        var subscription: AnyCancellable?
+        /// The pipeline's subscription, until the run ends.
+        var subscription: (any Subscription)?
         var isFinished = false
 
-        init(url: String) {
+        init(url: String, answers: JSONAnswers) {
             self.url = url
+            self.answers = answers
+        }
+
+        func receive(subscription: any Subscription) {
+            guard !isFinished, self.subscription == nil else { return subscription.cancel() }
+            // Kept before the demand: the document may come at once, inside `request`.
+            self.subscription = subscription
+            subscription.request(.unlimited)
+        }
+
+        func receive(_ document: JSON) -> Subscribers.Demand {
+            answers?.finish(self, with: .success(Snapshot(document)))
+            return .none
+        }
+
+        func receive(completion: Subscribers.Completion<ResourceError>) {
+            guard case .failure(let error) = completion else { return }
+            answers?.finish(self, with: .failure(error))
+        }
+
+        /// The run ended or was cancelled: it lets go of the pipeline and of its answers.
+        func end() -> (any Subscription)? {
+            isFinished = true
+            answers = nil
+            defer { subscription = nil }
+            return subscription
         }
     }
 
@@ -80,18 +105,15 @@ final class JSONAnswers {
     private func leave(_ run: Run, _ request: ServerRequest) {
         run.waiting.removeAll { $0 === request }
         guard run.waiting.isEmpty, !run.isFinished else { return }
-        run.isFinished = true
         forget(run)
-        run.subscription?.cancel()
-        run.subscription = nil
+        run.end()?.cancel()
     }
 
     /// The run ended: every request in it gets its answer, and a later request starts anew.
     private func finish(_ run: Run, with result: Result<Snapshot, ResourceError>) {
         guard !run.isFinished else { return }
-        run.isFinished = true
         forget(run)
-        run.subscription = nil
+        _ = run.end()
         let waiting = run.waiting
         run.waiting = []
         switch result {
