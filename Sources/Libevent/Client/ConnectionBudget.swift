@@ -53,11 +53,16 @@ final class ConnectionBudget: Sendable {
     private let members = Mutex<[Member]>([])
 
     /// One pool's place in the budget: its loop, and whether it starves. The pool is reached
-    /// only on its loop, through a weak reference (it may be gone by the time a nudge runs).
+    /// only on its loop, and only while its client keeps it (a nudge may run after that).
     final class Member: @unchecked Sendable {
         let loop: EventLoop
-        /// Read and written on `loop` only.
-        weak var pool: ConnectionPool?
+        /// Read and written on `loop` only; nil once the pool's client let it go
+        /// (``ConnectionPool/retire()``, which breaks the cycle pool → member → pool).
+        ///
+        /// Strong, not weak: a weakly referenced object keeps its counts in a side table, and
+        /// then every retain and release of it takes the slow path. The pool is retained and
+        /// released several times per upstream call (~70 instructions each that way).
+        var pool: ConnectionPool?
         let isStarving = Atomic<Bool>(false)
 
         init(pool: ConnectionPool) {

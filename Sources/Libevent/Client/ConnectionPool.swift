@@ -64,6 +64,13 @@ final class ConnectionPool {
         budget.leave(member, holding: openCount, demand: publishedDemand)
     }
 
+    /// The client lets the pool go (after ``cancelAll()``): the budget's nudges no longer reach
+    /// it, and its member's reference to it no longer keeps it alive. It leaves the budget
+    /// as it is freed, its idle sockets closed with it.
+    func retire() {
+        member.pool = nil
+    }
+
     /// Takes up new limits (a configuration reload; `capacity` is the budget's new limit too):
     /// more room dispatches waiting calls at once; less closes idle connections beyond it now
     /// and busy ones as they come back. Calls already waiting stay in line even beyond a

@@ -71,7 +71,10 @@ public final class UpstreamClient {
     deinit {
         // Calls in flight hold their connections; cancel them so everything is freed, then
         // free the connections before the resolver they may refer to.
-        for pool in pools.values { pool.cancelAll() }
+        for pool in pools.values {
+            pool.cancelAll()
+            pool.retire()
+        }
         lastPool = nil
         pools.removeAll()
     }
