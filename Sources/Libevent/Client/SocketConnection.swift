@@ -74,6 +74,9 @@ final class SocketConnection: UpstreamConnection {
     private let idleLimit: Int64
     /// Whether the call in flight got any byte of its answer yet.
     private var answerStarted = false
+    /// Whether the call in flight's own deadline comes after the inactivity limit, which then
+    /// guards it while it is on the socket: decided once per call, as it is sent.
+    private var callOutlastsInactivityLimit = false
 
     init(loop: EventLoop, origin: BaseURL.Origin, resolver: AddressResolver?, receiveBuffer: ReceiveBuffer, limits: UpstreamClient.Configuration) {
         self.loop = loop
@@ -119,6 +122,7 @@ final class SocketConnection: UpstreamConnection {
     func send(_ call: UpstreamCall) {
         self.call = call
         answerStarted = false
+        callOutlastsInactivityLimit = call.request.timeout > limits.connectionTimeout
         // The request is read where the call keeps it: a copy costs a retain and a release of
         // each of its strings and arrays.
         parser = HTTPResponseParser(
@@ -249,14 +253,14 @@ final class SocketConnection: UpstreamConnection {
                 continue
             } else if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 event_add(writeEvent, nil)
-                if let call, call.request.timeout > limits.connectionTimeout { startInactivityLimit() }
+                if call != nil && callOutlastsInactivityLimit { startInactivityLimit() }
                 return
             } else {
                 fail(.connectionFailed, "send: \(Self.systemError())", beforeAnswer: true)
                 return
             }
         }
-        if let call, call.request.timeout > limits.connectionTimeout { startInactivityLimit() }
+        if call != nil && callOutlastsInactivityLimit { startInactivityLimit() }
     }
 
     private func writable() {

@@ -185,9 +185,8 @@ public final class UpstreamCall {
     }
 
     private func deliver(_ result: Result<UpstreamResponse, UpstreamError>) {
-        let receiver = self.receiver
-        self.receiver = nil
-        receiver?.receive(result)
+        // Moved out, not copied: a copy cost a retain and a release of the receiver.
+        receiver.take()?.receive(result)
     }
 
     private func error(_ kind: UpstreamError.Kind, _ detail: String) -> UpstreamError {
