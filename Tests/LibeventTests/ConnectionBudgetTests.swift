@@ -96,6 +96,21 @@ struct ConnectionBudgetTests {
         await upstream.shutdown()
     }
 
+    @Test("a client that goes away frees its pools: their places in the shared budget are given back (the budget's members hold their pools until the client retires them)")
+    func clientGoneGivesItsPlacesBack() async throws {
+        let upstream = try await Self.upstream()
+        let base = try BaseURL(upstream.baseURL)
+        let budgets = ConnectionBudgets()
+        let harness = try await Harness(UpstreamClient.Configuration(defaultPoolCapacity: 4, connectionBudgets: budgets))
+        for id in 0..<3 { _ = try await harness.start(id, UpstreamRequest(base: base, path: "/\(id)")) }
+        #expect(await harness.outcomes.wait(timeout: .seconds(10)) { $0.count == 3 })
+        let budget = budgets.budget(for: base.origin)
+        #expect(budget.heldCount >= 1, "the pool keeps its idle connections")
+        await harness.stop()
+        #expect(budget.heldCount == 0, "the pool was freed with its client, and left the budget")
+        await upstream.shutdown()
+    }
+
     @Test("a lent socket that no pool takes (pool gone, no room, job dropped) is closed and its budget place given back; a taken one stays open")
     func droppedLentSocketsAreClosed() throws {
         let budget = ConnectionBudget()
