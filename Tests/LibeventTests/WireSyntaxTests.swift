@@ -247,6 +247,25 @@ struct WireSyntaxTests {
             && long.hasSuffix("-01\r\ntracestate: congo=t61\r\n\r\n"))
     }
 
+    @Test("a trace set on a request after it was made is the one written; set to nil, none is, and the caller's own goes out")
+    func requestTraceSetLater() throws {
+        let trace = TraceContext(traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "congo=t61")
+        var request = UpstreamRequest(base: try BaseURL("http://upstream.test:8080"), path: "/items", headers: [("traceparent", "caller")])
+        #expect(request.trace == nil)
+        request.trace = trace
+        #expect(request.trace == trace)
+        var bytes: [UInt8] = []
+        RequestHead.write(request, hostHeader: request.base.origin.hostHeader, into: &bytes)
+        let traced = String(decoding: bytes, as: UTF8.self)
+        #expect(traced.hasPrefix("GET /items HTTP/1.1\r\nHost: upstream.test:8080\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-")
+            && traced.hasSuffix("-01\r\ntracestate: congo=t61\r\n\r\n"), "\(traced)")
+        request.trace = nil
+        #expect(request.trace == nil)
+        bytes = []
+        RequestHead.write(request, hostHeader: request.base.origin.hostHeader, into: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == "GET /items HTTP/1.1\r\nHost: upstream.test:8080\r\ntraceparent: caller\r\n\r\n")
+    }
+
     /// A head of up to a kilobyte is written in one buffer; a longer one is measured and
     /// written again: the same bytes either way, around the boundary too.
     @Test("a head is written the same whatever its length, around the usual buffer's size too")
