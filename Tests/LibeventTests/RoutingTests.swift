@@ -121,4 +121,18 @@ struct RoutingTests {
         #expect(throws: BaseURLError.self) { try BaseURL("http://") }
         #expect(throws: BaseURLError.self) { try BaseURL("http://example.com/?q=1") }
     }
+
+    @Test("base URLs are equal, and hash alike, by origin and path, whichever parse made them")
+    func baseURLEquality() throws {
+        let first = try BaseURL("http://127.0.0.1:8081/api/")
+        let again = try BaseURL("http://127.0.0.1:8081/api")
+        #expect(first == again && first.hashValue == again.hashValue)
+        #expect(first == first)
+        #expect(first != (try BaseURL("http://127.0.0.1:8081/other")))
+        #expect(first != (try BaseURL("http://127.0.0.1:8082/api")))
+        #expect(first != (try BaseURL("https://127.0.0.1:8081/api")))
+        let bases: Set = [first, again, try BaseURL("http://127.0.0.1:8081")]
+        #expect(bases.count == 2)
+        #expect(first.description == "http://127.0.0.1:8081/api")
+    }
 }

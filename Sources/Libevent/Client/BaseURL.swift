@@ -32,9 +32,33 @@ public struct BaseURL: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public let origin: Origin
+    public var origin: Origin { parts.origin }
     /// The base path without a trailing slash (empty for the root).
-    public let path: String
+    public var path: String { parts.path }
+
+    /// The origin and the path in one object. Every upstream call copies its base URL into its
+    /// request and destroys it with the call: as three strings (host, `Host` header, path),
+    /// that was three retains and three releases a call; as one object, it is one of each.
+    private let parts: Parts
+
+    private final class Parts: Sendable {
+        let origin: Origin
+        let path: String
+
+        init(origin: Origin, path: String) {
+            self.origin = origin
+            self.path = path
+        }
+    }
+
+    public static func == (left: BaseURL, right: BaseURL) -> Bool {
+        left.parts === right.parts || (left.origin == right.origin && left.path == right.path)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(origin)
+        hasher.combine(path)
+    }
 
     /// Parses an absolute `http` or `https` URL; throws a message naming what is wrong.
     public init(_ text: String) throws(BaseURLError) {
@@ -57,10 +81,10 @@ public struct BaseURL: Hashable, Sendable, CustomStringConvertible {
         // itself, which is what connecting, TLS and the Host header each need.
         var host = String(cString: hostPointer)
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        origin = Origin(isTLS: isTLS, host: host, port: port < 0 ? (isTLS ? 443 : 80) : UInt16(port))
+        let origin = Origin(isTLS: isTLS, host: host, port: port < 0 ? (isTLS ? 443 : 80) : UInt16(port))
         var path = evhttp_uri_get_path(parsed).map { String(cString: $0) } ?? ""
         while path.hasSuffix("/") { path.removeLast() }
-        self.path = path
+        parts = Parts(origin: origin, path: path)
     }
 
     public var description: String { origin.description + path }
