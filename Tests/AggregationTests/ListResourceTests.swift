@@ -112,6 +112,57 @@ struct ListResourceTests {
         await upstream.shutdown()
     }
 
+    /// Detail answers of every shape the merge meets, each item's answer compared with
+    /// merging the parsed trees: the kept texts' fast way (the details' object read from the
+    /// answer's text, spliced after the item's) must give the same bytes, and every other
+    /// shape must still take the general way (shared names, `{}`, a repeated member, text that
+    /// is not canonical) or fail as malformed (missing, not an object, an object on the way
+    /// missing).
+    @Test("each item is merged with its details as the parsed trees merge, whatever the detail answer's shape",
+          arguments: ["result", "data.result"])
+    func detailShapes(detailAt: String) async throws {
+        let details = [
+            #"{"result":{"taskCount":8,"lastUpdated":"2026-11-02T01:01:00Z"}}"#,
+            #"{"result":{"name":"B","taskCount":7}}"#,
+            #"{"result":{}}"#,
+            #"{"other":{"result":{"n":0}},"result":{"n":"}{]["},"result":{"n":3}}"#,
+            #"{ "result": {"n":1} }"#,
+            #"{"result":{"n":{"deep":[{"id":"nested"}]},"m":"é"}}"#,
+            #"{"result":[1]}"#,
+            #"{"results":{"n":1}}"#,
+            #"{"result":"text"}"#,
+        ]
+        // Under `data.result`, each answer is the same one a level down; `data` missing or not an
+        // object fails the item too.
+        let bodies = detailAt == "result" ? details : details.map { #"{"data":"# + $0 + "}" } + [#"{"data":[]}"#, #"{"result":{}}"#]
+        let items = bodies.indices.map { #"{"id":"i\#($0)","name":"Item \#($0)"}"# }
+        let upstream = try await ScriptedUpstream.start { request in
+            if request.path == "/groups" { return .json(#"{"result":["# + items.joined(separator: ",") + "]}") }
+            guard let index = bodies.indices.first(where: { request.path == "/groups/i\($0)/metadata" }) else { return .json("{}", status: 404) }
+            return .json(bodies[index])
+        }
+        var definition = Self.definition()
+        definition.detailAt = JSONPath(detailAt)
+        let harness = try await Harness()
+        let text = try #require(try await harness.snapshot(definition, upstream: upstream.baseURL)).get()
+        let answered = try #require(try JSON(parsing: Array(text.utf8)).arrayValue)
+        try #require(answered.count == bodies.count)
+        for (index, body) in bodies.enumerated() {
+            let item = try JSON(parsing: Array(items[index].utf8))
+            let merged = JSONPath(detailAt).value(in: try JSON(parsing: Array(body.utf8))).flatMap { ListResource.merge(item, details: $0) }
+            if let merged {
+                #expect(answered[index].serialized == merged.serialized, "\(body)")
+            } else {
+                #expect(answered[index]["error"]?["code"] == .string("upstream_malformed"), "\(body)")
+            }
+        }
+        // The answer's text is the same whether or not its parts were spliced (the entity tag
+        // depends on it): every merge above is written as the parsed tree writes it.
+        #expect(text.utf8.elementsEqual(JSON.array(answered).serialized))
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
     @Test("the drop and fail policies leave the item out, or fail the whole snapshot")
     func otherItemPolicies() async throws {
         let fixture = TaskGroupsFixture(count: 3)

@@ -14,9 +14,25 @@ public struct JSONPath: Sendable, Equatable, CustomStringConvertible {
 
     /// The value at this path, or nil when a member is missing or not inside an object.
     public func value(in document: JSON) -> JSON? {
-        var current = document
-        for member in members {
+        // The document is read where it is: copying it into `current` first cost a retain
+        // and a release of its storage per read (two reads per `/groups` item and list).
+        guard let first = members.first else { return document }
+        guard var current = document[first] else { return nil }
+        for member in members.dropFirst() {
             guard let next = current[member] else { return nil }
+            current = next
+        }
+        return current
+    }
+
+    /// The object at this path as its kept text, when `document` and every object on the way
+    /// are kept as text (``JSON/raw(_:)``, their members read from it): the object
+    /// ``value(in:)`` finds there, without wrapping each step in a `JSON`. Nil otherwise
+    /// (nothing there, not an object, or not kept so): ``value(in:)`` then tells which.
+    func keptObject(in document: JSON) -> RawJSON? {
+        guard case .raw(var current) = document else { return nil }
+        for member in members {
+            guard let next = current.objectMember(named: member) else { return nil }
             current = next
         }
         return current

@@ -93,6 +93,26 @@ public struct RawJSON: Sendable {
         return members.first { $0.key == key }?.value
     }
 
+    /// The member named `key` (the first, if repeated) when it is an object, as its text: what
+    /// ``member(named:)`` finds, without a `JSON` around it or a `Lookup` on the way. A detail
+    /// answer's `result` is read so for every item it is merged into. Nil when the member is
+    /// missing or not an object, or this object's members were parsed (``member(named:)``
+    /// then tells which).
+    func objectMember(named key: String) -> RawJSON? {
+        guard parsedMembers == nil else { return nil }
+        let found = key.utf8.withContiguousStorageIfAvailable { keyBytes -> RawJSON? in
+            source.withUnsafeBufferPointer { buffer -> RawJSON? in
+                guard case .some(.some(let valueStart)) = memberValueStart(named: MemberName(keyBytes), in: buffer),
+                      valueStart < buffer.count, buffer[valueStart] == UInt8(ascii: "{") else { return nil }
+                // As ``plainValue(in:of:at:)`` reads an object.
+                var reader = CanonicalTextReader(buffer, at: valueStart)
+                reader.skipValue()
+                return RawJSON(source: source, range: valueStart..<reader.position, members: nil)
+            }
+        }
+        return found ?? nil
+    }
+
     /// Whether `other` has a member named as one of this object's; nil unless both read their
     /// members from their text and this object has at most 16. Compared in place, without
     /// building any member: this object's names are noted (their ranges, on the stack), then
@@ -177,8 +197,9 @@ public struct RawJSON: Sendable {
     /// becomes a path: lent in place, it costs no `String` per item.
     public func withStringMember<Result>(named key: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result? {
         guard parsedMembers == nil else { return nil }
-        var key = key
-        return key.withUTF8 { keyBytes -> Result? in
+        // The key's bytes where they are: `withUTF8` needs a mutable copy of the key (a
+        // retain and a release of its storage per item).
+        let lent = key.utf8.withContiguousStorageIfAvailable { keyBytes -> Result? in
             source.withUnsafeBufferPointer { buffer -> Result? in
                 guard case .some(.some(let valueStart)) = memberValueStart(named: MemberName(keyBytes), in: buffer),
                       valueStart < buffer.count, buffer[valueStart] == UInt8(ascii: "\"") else { return nil }
@@ -188,6 +209,7 @@ public struct RawJSON: Sendable {
                 return body(UnsafeBufferPointer(rebasing: buffer[valueStart + 1..<end]))
             }
         }
+        return lent ?? nil
     }
 
     /// What reading a member from the text found.
@@ -200,8 +222,8 @@ public struct RawJSON: Sendable {
     }
 
     private func memberFromText(named key: String) -> Lookup {
-        var key = key
-        return key.withUTF8 { keyBytes -> Lookup in
+        // The key's bytes where they are, as in ``withStringMember(named:_:)``.
+        key.utf8.withContiguousStorageIfAvailable { keyBytes -> Lookup in
             source.withUnsafeBufferPointer { buffer -> Lookup in
                 switch memberValueStart(named: MemberName(keyBytes), in: buffer) {
                 case .some(.some(let valueStart)):
@@ -213,7 +235,7 @@ public struct RawJSON: Sendable {
                 case .none: return .unreadable
                 }
             }
-        }
+        } ?? .unreadable
     }
 
     /// The string or object at `position` in canonical `buffer` (which points into `source`),

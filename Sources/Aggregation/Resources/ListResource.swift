@@ -96,6 +96,12 @@ public struct ListResource {
     }
 
     func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
+        // What ``merge(_:details:)`` splices when both texts are kept and share no name, found
+        // without a `JSON` for the details on the way (two lookups and copies per item).
+        if case .raw(let itemText) = item, let details = definition.detailAt.keptObject(in: document),
+           itemText.sharesMemberName(with: details) == false {
+            return .success(Self.spliced(itemText, details))
+        }
         guard let details = definition.detailAt.value(in: document), let merged = Self.merge(item, details: details) else {
             let found = definition.detailAt.value(in: document)?.kindDescription ?? "nothing"
             return .failure(error(.upstreamMalformed, path,
