@@ -11,20 +11,48 @@ struct JSONKeptTextTests {
         try JSON(parsing: Array(text.utf8), keepingObjectText: true)
     }
 
-    /// Both parses of `bytes` agree: the same document (and the same text written), or the
-    /// same error at the same offset.
+    /// Every parse of `bytes` agrees, whichever objects keep their text: the same document (and
+    /// the same text written), or the same error at the same offset.
     private func expectSameOutcome(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
         let tree = Result { () throws(JSONParseError) in try JSON(parsing: bytes) }
-        let kept = Result { () throws(JSONParseError) in try JSON(parsing: bytes, keepingObjectText: true) }
-        switch (tree, kept) {
-        case (.success(let tree), .success(let kept)):
-            #expect(kept == tree, "\(bytes)", sourceLocation: sourceLocation)
-            #expect(kept.serialized == tree.serialized, "\(bytes)", sourceLocation: sourceLocation)
-        case (.failure(let treeError), .failure(let keptError)):
-            #expect(keptError == treeError, "\(bytes)", sourceLocation: sourceLocation)
-        default:
-            Issue.record("parses disagree on \(bytes): \(tree) vs \(kept)", sourceLocation: sourceLocation)
+        for keeping in [JSON.KeptText.objects, .objectsInsideTheDocument] {
+            let kept = Result { () throws(JSONParseError) in try JSON(parsing: bytes, keeping: keeping) }
+            switch (tree, kept) {
+            case (.success(let tree), .success(let kept)):
+                #expect(kept == tree, "\(keeping): \(bytes)", sourceLocation: sourceLocation)
+                #expect(kept.serialized == tree.serialized, "\(keeping): \(bytes)", sourceLocation: sourceLocation)
+            case (.failure(let treeError), .failure(let keptError)):
+                #expect(keptError == treeError, "\(keeping): \(bytes)", sourceLocation: sourceLocation)
+            default:
+                Issue.record("parses disagree on \(bytes): \(tree) vs \(kept) (\(keeping))", sourceLocation: sourceLocation)
+            }
         }
+    }
+
+    @Test("a list read for its items: the document's object is parsed, each item kept as its text")
+    func objectsInsideTheDocument() throws {
+        let text = #"{"result":[{"id":"a","name":"A"},{"id":"b","n":{"x":1}}],"next":{"page":2}}"#
+        let document = try JSON(parsing: Array(text.utf8), keeping: .objectsInsideTheDocument)
+        guard case .raw(let raw) = document else {
+            Issue.record("the canonical document did not keep its text: \(document)")
+            return
+        }
+        #expect(raw.text.elementsEqual(text.utf8), "its text, with its members")
+        let items = try #require(document["result"]?.arrayValue)
+        #expect(items.count == 2)
+        for item in items {
+            guard case .raw = item else {
+                Issue.record("an item did not keep its text: \(item)")
+                continue
+            }
+        }
+        guard case .raw? = document["next"] else {
+            Issue.record("an object member did not keep its text")
+            return
+        }
+        #expect(document == (try JSON(parsing: Array(text.utf8))))
+        // Leading whitespace: the object starts past offset 0 and is kept as text alone, as before.
+        #expect(try JSON(parsing: Array((" " + text).utf8), keeping: .objectsInsideTheDocument) == document)
     }
 
     static let documents = [

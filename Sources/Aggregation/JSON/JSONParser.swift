@@ -10,12 +10,34 @@ extension JSON {
     /// Such an object's members are mostly not built at all: ``RawJSON`` reads those asked
     /// for from its text (see ``CanonicalJSONScanner``).
     public init(parsing bytes: [UInt8], keepingObjectText: Bool) throws(JSONParseError) {
-        guard keepingObjectText else {
+        self = try JSON(parsing: bytes, keeping: keepingObjectText ? .objects : .none)
+    }
+
+    /// Which objects of a parsed document keep their text (``JSON/raw(_:)``).
+    public enum KeptText: Sendable {
+        /// None: every object is built member by member.
+        case none
+        /// Every object whose text is what the serializer would write.
+        case objects
+        /// As ``objects``, except the document's own object, which is parsed member by member
+        /// (its members kept with its text): for a document whose members are all read, as a
+        /// list's is for its items. Kept as text alone, the list was read twice, once by the
+        /// scan that checked it and once more to find each item's end; parsed so, each item is
+        /// scanned once and kept as it is found.
+        case objectsInsideTheDocument
+    }
+
+    /// Parses `bytes`, keeping the text of the objects `kept` says (see
+    /// ``init(parsing:keepingObjectText:)``). Any `kept` gives the same document, or refuses
+    /// `bytes` with the same error.
+    public init(parsing bytes: [UInt8], keeping kept: KeptText) throws(JSONParseError) {
+        guard kept != .none else {
             self = try JSON(parsing: bytes)
             return
         }
         self = try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
-            var parser = JSONParser(buffer, keepingObjectTextOf: bytes)
+            // An object at offset 0 is the document's own.
+            var parser = JSONParser(buffer, keepingObjectTextOf: bytes, scanningFrom: kept == .objects ? 0 : 1)
             return try parser.parseDocument()
         }
     }
@@ -78,11 +100,12 @@ struct JSONParser {
     private var textIsCanonical = false
 
     /// A parser whose objects keep their text when it is canonical: `bytes` must point into
-    /// `source`.
-    init(_ bytes: UnsafeBufferPointer<UInt8>, keepingObjectTextOf source: [UInt8]) {
+    /// `source`. Objects before `firstScanned` are parsed in full (their text kept with their
+    /// members, as any object the scan cannot keep).
+    init(_ bytes: UnsafeBufferPointer<UInt8>, keepingObjectTextOf source: [UInt8], scanningFrom firstScanned: Int = 0) {
         self.bytes = bytes
         self.source = source
-        if UInt32(exactly: bytes.count) != nil { scansObjectsFrom = 0 }
+        if UInt32(exactly: bytes.count) != nil { scansObjectsFrom = firstScanned }
     }
 
     /// A parser for the value or members at `position` in the text of a ``RawJSON``, which

@@ -167,7 +167,7 @@ private final class DetailFetch: JSONFetch<JSON?> {
     init(fanOut: ListFanOut, index: Int, path: String) {
         self.fanOut = fanOut
         self.index = index
-        super.init(upstream: fanOut.resource.upstream, path: path, trace: fanOut.trace, keepsObjectText: true)
+        super.init(upstream: fanOut.resource.upstream, path: path, trace: fanOut.trace, keeping: .objects)
     }
 
     override func read(_ document: JSON) -> Result<JSON?, ResourceError> {
@@ -186,7 +186,10 @@ private final class ListFetch: JSONFetch<[JSON]> {
 
     init(fanOut: ListFanOut) {
         self.fanOut = fanOut
-        super.init(upstream: fanOut.resource.upstream, path: fanOut.resource.definition.listPath, trace: fanOut.trace, keepsObjectText: true)
+        // Its items are all read: the document's own object is parsed, its items kept as text.
+        super.init(
+            upstream: fanOut.resource.upstream, path: fanOut.resource.definition.listPath, trace: fanOut.trace,
+            keeping: .objectsInsideTheDocument)
     }
 
     override func read(_ document: JSON) -> Result<[JSON], ResourceError> {

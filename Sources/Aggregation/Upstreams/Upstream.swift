@@ -108,7 +108,7 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
     init(fetch: Upstream.FetchJSON<Value>, downstream: Downstream) {
         readBody = fetch.read
         self.downstream = downstream
-        super.init(upstream: fetch.upstream, path: fetch.path, trace: fetch.trace, keepsObjectText: fetch.keepsObjectText)
+        super.init(upstream: fetch.upstream, path: fetch.path, trace: fetch.trace, keeping: fetch.keepsObjectText ? .objects : .none)
     }
 
     func request(_ demand: Subscribers.Demand) {
@@ -144,7 +144,8 @@ class JSONFetch<Value> {
     let upstream: Upstream
     let path: String
     private let trace: TraceContext
-    private let keepsObjectText: Bool
+    /// Which of the body's objects keep their text (``JSON/KeptText``).
+    private let keptText: JSON.KeptText
     /// Whether the result was delivered or the fetch cancelled: nothing more happens then.
     private var isOver = false
     private var started = false
@@ -154,11 +155,11 @@ class JSONFetch<Value> {
     /// The breaker's ticket for the call in flight, to report its outcome with.
     private var ticket: CircuitBreaker.Ticket?
 
-    init(upstream: Upstream, path: String, trace: TraceContext, keepsObjectText: Bool) {
+    init(upstream: Upstream, path: String, trace: TraceContext, keeping keptText: JSON.KeptText) {
         self.upstream = upstream
         self.path = path
         self.trace = trace
-        self.keepsObjectText = keepsObjectText
+        self.keptText = keptText
     }
 
     /// What the parsed 2xx body becomes; a failure fails the fetch (not retried).
@@ -258,7 +259,7 @@ class JSONFetch<Value> {
         }
         let document: JSON
         do {
-            document = try JSON(parsing: response.body, keepingObjectText: keepsObjectText)
+            document = try JSON(parsing: response.body, keeping: keptText)
         } catch {
             return failed(ResourceError(
                 code: .upstreamMalformed, upstream: upstream.name, path: path,

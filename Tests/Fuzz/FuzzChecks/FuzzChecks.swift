@@ -14,18 +14,21 @@ public enum FuzzChecks {
     /// the item's members first and adds only the missing ones. Parsed keeping the objects'
     /// text, the document is equal and writes the same bytes, and so does a merge (spliced
     /// texts must be what serializing the merged tree would write). A document refused is
-    /// refused the same way, at the same byte, whether object text is kept or not (keeping it
-    /// checks objects with a scanner of its own before the parser's full parse).
+    /// refused the same way, at the same byte, whether object text is kept or not, and whether
+    /// the document's own object keeps its text alone or with its members (keeping it checks
+    /// objects with a scanner of its own before the parser's full parse).
     public static func json(_ bytes: UnsafeBufferPointer<UInt8>) {
         let document: JSON
         do {
             document = try JSON(parsing: bytes)
         } catch {
-            do {
-                _ = try JSON(parsing: Array(bytes), keepingObjectText: true)
-                preconditionFailure("keeping text accepted a document the parser refuses (\(error))")
-            } catch let keptError {
-                precondition(keptError == error, "keeping text refused differently: \(keptError), not \(error)")
+            for keeping in [JSON.KeptText.objects, .objectsInsideTheDocument] {
+                do {
+                    _ = try JSON(parsing: Array(bytes), keeping: keeping)
+                    preconditionFailure("keeping text (\(keeping)) accepted a document the parser refuses (\(error))")
+                } catch let keptError {
+                    precondition(keptError == error, "keeping text (\(keeping)) refused differently: \(keptError), not \(error)")
+                }
             }
             return
         }
@@ -37,6 +40,10 @@ public enum FuzzChecks {
         guard let kept = try? JSON(parsing: Array(bytes), keepingObjectText: true) else { preconditionFailure("keeping text refused a document") }
         precondition(kept == document && document == kept, "keeping text changed the document")
         precondition(kept.serialized == text, "a kept text differs from the serialized tree")
+        guard let keptInside = try? JSON(parsing: Array(bytes), keeping: .objectsInsideTheDocument) else {
+            preconditionFailure("keeping the text of objects inside refused a document")
+        }
+        precondition(keptInside == document && keptInside.serialized == text, "keeping the text of objects inside changed the document")
         // Members read from a kept object's text (names compared in place, strings and objects
         // read without a parser) are the ones the parsed tree holds.
         for member in document.objectValue?.prefix(32) ?? [] {
