@@ -33,8 +33,13 @@ private final class ListFanOut: Cancellable {
     private var onResult: ((Result<JSON, ResourceError>) -> Void)?
     private var listFetch: ListFetch?
     fileprivate private(set) var items: [JSON] = []
-    /// Each item merged with its details (or marked, or nil when dropped), in list order.
-    private var merged: [JSON?] = []
+    /// Each item merged with its details (or marked), in list order; `.null` until its fetch
+    /// ends, and for an item dropped. The answer is this array itself unless an item was
+    /// dropped: an array of optionals cost a copy of every item (a retain, and a release
+    /// later) into a second array for the answer.
+    private var merged: [JSON] = []
+    /// The indexes of the items dropped (``ItemFailurePolicy/drop``), left out of the answer.
+    private var droppedItems: [Int] = []
     /// The detail fetches in flight, by item index.
     private var fetches: [DetailFetch?] = []
     private var nextItem = 0
@@ -78,7 +83,7 @@ private final class ListFanOut: Cancellable {
     private func received(_ items: [JSON]) {
         guard onResult != nil else { return }
         self.items = items
-        merged = Array(repeating: nil, count: items.count)
+        merged = Array(repeating: .null, count: items.count)
         fetches = Array(repeating: nil, count: items.count)
         startDetails()
     }
@@ -96,11 +101,9 @@ private final class ListFanOut: Cancellable {
             startDetail(index)
         }
         if onResult != nil, finishedCount == items.count {
-            // Sized once: `compactMap` grew its array four or five times for ten items.
-            var kept: [JSON] = []
-            kept.reserveCapacity(merged.count)
-            for case let item? in merged { kept.append(item) }
-            finish(.success(.array(kept)))
+            guard !droppedItems.isEmpty else { return finish(.success(.array(merged))) }
+            let dropped = Set(droppedItems)
+            finish(.success(.array(merged.indices.filter { !dropped.contains($0) }.map { merged[$0] })))
         }
     }
 
@@ -134,12 +137,14 @@ private final class ListFanOut: Cancellable {
         inFlight -= 1
         finishedCount += 1
         switch result {
-        case .success(let value):
+        case .success(let value?):
             merged[index] = value
+        case .success(nil):
+            droppedItems.append(index)
         case .failure(let error):
             switch resource.definition.onItemFailure {
             case .mark: merged[index] = ListResource.marked(items[index], with: error)
-            case .drop: merged[index] = nil
+            case .drop: droppedItems.append(index)
             case .fail: return finish(.failure(error))
             }
         }
