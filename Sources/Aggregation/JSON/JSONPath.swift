@@ -25,17 +25,21 @@ public struct JSONPath: Sendable, Equatable, CustomStringConvertible {
         return current
     }
 
-    /// The object at this path as its kept text, when `document` and every object on the way
-    /// are kept as text (``JSON/raw(_:)``, their members read from it): the object
-    /// ``value(in:)`` finds there, without wrapping each step in a `JSON`. Nil otherwise
-    /// (nothing there, not an object, or not kept so): ``value(in:)`` then tells which.
-    func keptObject(in document: JSON) -> RawJSON? {
-        guard case .raw(var current) = document else { return nil }
-        for member in members {
-            guard let next = current.objectMember(named: member) else { return nil }
-            current = next
+    /// Where the object at this path starts (its `{`), and the kept text that holds it, when
+    /// `document` and every object on the way are kept as text (``JSON/raw(_:)``, their
+    /// members read from it): the object ``value(in:)`` finds there, found without wrapping
+    /// each step in a `JSON`, and without reading it to its end, which its reader finds (as
+    /// ``RawJSON/objectSharingNoName(at:of:)`` does). Nil otherwise (nothing there, not an
+    /// object, or not kept so): ``value(in:)`` then tells which.
+    func keptObjectStart(in document: JSON) -> (container: RawJSON, start: Int)? {
+        guard case .raw(var container) = document else { return nil }
+        guard let last = members.last else { return (container, container.textStart) }
+        for member in members.dropLast() {
+            guard let next = container.objectMember(named: member) else { return nil }
+            container = next
         }
-        return current
+        guard let start = container.objectMemberStart(named: last) else { return nil }
+        return (container, start)
     }
 
     public var description: String { members.isEmpty ? "(the whole document)" : members.joined(separator: ".") }

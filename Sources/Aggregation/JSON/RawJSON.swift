@@ -99,55 +99,100 @@ public struct RawJSON: Sendable {
     /// missing or not an object, or this object's members were parsed (``member(named:)``
     /// then tells which).
     func objectMember(named key: String) -> RawJSON? {
+        guard let valueStart = objectMemberStart(named: key) else { return nil }
+        return source.withUnsafeBufferPointer { buffer -> RawJSON? in
+            // As ``plainValue(in:of:at:)`` reads an object.
+            var reader = CanonicalTextReader(buffer, at: valueStart)
+            reader.skipValue()
+            return RawJSON(source: source, range: valueStart..<reader.position, members: nil)
+        }
+    }
+
+    /// Where the member named `key` (the first, if repeated) starts in ``source`` when it is
+    /// an object (its `{`); nil as for ``objectMember(named:)``.
+    func objectMemberStart(named key: String) -> Int? {
         guard parsedMembers == nil else { return nil }
-        let found = key.utf8.withContiguousStorageIfAvailable { keyBytes -> RawJSON? in
-            source.withUnsafeBufferPointer { buffer -> RawJSON? in
+        let found = key.utf8.withContiguousStorageIfAvailable { keyBytes -> Int? in
+            source.withUnsafeBufferPointer { buffer -> Int? in
                 guard case .some(.some(let valueStart)) = memberValueStart(named: MemberName(keyBytes), in: buffer),
                       valueStart < buffer.count, buffer[valueStart] == UInt8(ascii: "{") else { return nil }
-                // As ``plainValue(in:of:at:)`` reads an object.
-                var reader = CanonicalTextReader(buffer, at: valueStart)
-                reader.skipValue()
-                return RawJSON(source: source, range: valueStart..<reader.position, members: nil)
+                return valueStart
             }
         }
         return found ?? nil
     }
 
+    /// Where this object's text starts in ``source`` (its `{`).
+    var textStart: Int { Int(start) }
+
     /// Whether `other` has a member named as one of this object's; nil unless both read their
     /// members from their text and this object has at most 16. Compared in place, without
-    /// building any member: this object's names are noted (their ranges, on the stack), then
-    /// each of `other`'s is compared with them, so each text is read once. Two plain loops
-    /// over ``CanonicalTextReader``; the names compared by ``namesAreEqual(_:_:)``, which
-    /// tells most different names apart by their first bytes.
+    /// building any member (``compareNames(in:at:with:)``).
     func sharesMemberName(with other: RawJSON) -> Bool? {
         guard parsedMembers == nil, other.parsedMembers == nil else { return nil }
-        return source.withUnsafeBufferPointer { buffer -> Bool? in
-            other.source.withUnsafeBufferPointer { otherBuffer -> Bool? in
-                withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: 16) { names -> Bool? in
-                    var count = 0
-                    var reader = CanonicalTextReader(buffer, at: Int(start) + 1)
-                    if !reader.isAt(UInt8(ascii: "}")) {
-                        repeat {
-                            // A 17th name is more than the stack holds.
-                            guard count < names.count, let name = reader.memberName() else { return nil }
-                            names.initializeElement(at: count, to: name)
-                            count += 1
-                            reader.skipValue()
-                        } while reader.isAt(UInt8(ascii: ","))
-                        guard reader.isAt(UInt8(ascii: "}")) else { return nil }
-                    }
-                    var otherReader = CanonicalTextReader(otherBuffer, at: Int(other.start) + 1)
-                    if otherReader.isAt(UInt8(ascii: "}")) { return false }
+        switch other.source.withUnsafeBufferPointer({ Self.compareNames(in: $0, at: Int(other.start), with: self) }) {
+        case .shared: return true
+        case .disjoint: return false
+        case .unreadable: return nil
+        }
+    }
+
+    /// The object whose `{` is at `position` in `container`'s text, as its text, when none of
+    /// its member names is one of this object's: the details ``ListResource/merge(_:details:)``
+    /// splices after this item. Its end is where the walk that compares the names ends, so
+    /// its text is read once, not once for its end and again for its names. Nil when a name is
+    /// shared, or either object's members are not read from its text, or this one has more
+    /// than 16 (``sharesMemberName(with:)`` and ``member(named:)`` then tell).
+    func objectSharingNoName(at position: Int, of container: RawJSON) -> RawJSON? {
+        guard parsedMembers == nil, container.parsedMembers == nil else { return nil }
+        let outcome = container.source.withUnsafeBufferPointer { Self.compareNames(in: $0, at: position, with: self) }
+        guard case .disjoint(let end) = outcome else { return nil }
+        return RawJSON(source: container.source, range: position..<end, members: nil)
+    }
+
+    /// What comparing two objects' member names found.
+    private enum NameComparison {
+        case shared
+        /// No name shared; the other object's text ends at `otherEnd` (past its `}`).
+        case disjoint(otherEnd: Int)
+        /// A text that cannot be read so, or an object of more than 16 names.
+        case unreadable
+    }
+
+    /// Compares the names of the object whose `{` is at `otherStart` in `otherBuffer` with
+    /// `object`'s: `object`'s names are noted (their ranges, on the stack), then each of the
+    /// other's is compared with them, so each text is read once. Two plain loops over
+    /// ``CanonicalTextReader``; the names compared by ``namesAreEqual(_:_:)``, which tells most
+    /// different names apart by their first bytes.
+    private static func compareNames(
+        in otherBuffer: UnsafeBufferPointer<UInt8>, at otherStart: Int, with object: RawJSON
+    ) -> NameComparison {
+        object.source.withUnsafeBufferPointer { buffer -> NameComparison in
+            withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: 16) { names -> NameComparison in
+                var count = 0
+                var reader = CanonicalTextReader(buffer, at: Int(object.start) + 1)
+                if !reader.isAt(UInt8(ascii: "}")) {
                     repeat {
-                        guard let otherName = otherReader.memberName() else { return nil }
-                        let candidate = UnsafeBufferPointer(rebasing: otherBuffer[otherName])
-                        for index in 0..<count where Self.namesAreEqual(UnsafeBufferPointer(rebasing: buffer[names[index]]), candidate) {
-                            return true
-                        }
-                        otherReader.skipValue()
-                    } while otherReader.isAt(UInt8(ascii: ","))
-                    return otherReader.isAt(UInt8(ascii: "}")) ? false : nil
+                        // A 17th name is more than the stack holds.
+                        guard count < names.count, let name = reader.memberName() else { return .unreadable }
+                        names.initializeElement(at: count, to: name)
+                        count += 1
+                        reader.skipValue()
+                    } while reader.isAt(UInt8(ascii: ","))
+                    guard reader.isAt(UInt8(ascii: "}")) else { return .unreadable }
                 }
+                guard otherStart < otherBuffer.count, otherBuffer[otherStart] == UInt8(ascii: "{") else { return .unreadable }
+                var otherReader = CanonicalTextReader(otherBuffer, at: otherStart + 1)
+                if otherReader.isAt(UInt8(ascii: "}")) { return .disjoint(otherEnd: otherReader.position) }
+                repeat {
+                    guard let otherName = otherReader.memberName() else { return .unreadable }
+                    let candidate = UnsafeBufferPointer(rebasing: otherBuffer[otherName])
+                    for index in 0..<count where Self.namesAreEqual(UnsafeBufferPointer(rebasing: buffer[names[index]]), candidate) {
+                        return .shared
+                    }
+                    otherReader.skipValue()
+                } while otherReader.isAt(UInt8(ascii: ","))
+                return otherReader.isAt(UInt8(ascii: "}")) ? .disjoint(otherEnd: otherReader.position) : .unreadable
             }
         }
     }

@@ -97,9 +97,10 @@ public struct ListResource {
 
     func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
         // What ``merge(_:details:)`` splices when both texts are kept and share no name, found
-        // without a `JSON` for the details on the way (two lookups and copies per item).
-        if case .raw(let itemText) = item, let details = definition.detailAt.keptObject(in: document),
-           itemText.sharesMemberName(with: details) == false {
+        // without a `JSON` for the details on the way (two lookups and copies per item), and
+        // the details' text read once, by the walk that compares the names.
+        if case .raw(let itemText) = item, let (container, start) = definition.detailAt.keptObjectStart(in: document),
+           let details = itemText.objectSharingNoName(at: start, of: container) {
             return .success(Self.spliced(itemText, details))
         }
         guard let details = definition.detailAt.value(in: document), let merged = Self.merge(item, details: details) else {
