@@ -131,12 +131,14 @@ private final class ListFanOut: Cancellable {
         resource.merged(items[index], withDetailsFrom: document, path: path)
     }
 
-    fileprivate func detailEnded(_ index: Int, _ result: Result<JSON?, ResourceError>) {
+    /// `result` is handed over: its value moves into ``merged`` (a copy cost a retain, and a
+    /// release when the result was destroyed).
+    fileprivate func detailEnded(_ index: Int, _ result: consuming Result<JSON?, ResourceError>) {
         guard onResult != nil else { return }
         fetches[index] = nil
         inFlight -= 1
         finishedCount += 1
-        switch result {
+        switch consume result {
         case .success(let value?):
             merged[index] = value
         case .success(nil):
@@ -179,7 +181,7 @@ private final class DetailFetch: JSONFetch<JSON?> {
         fanOut.merged(index, withDetailsFrom: document, path: path)
     }
 
-    override func deliver(_ result: Result<JSON?, ResourceError>) {
+    override func deliver(_ result: consuming Result<JSON?, ResourceError>) {
         fanOut.detailEnded(index, result)
     }
 }
@@ -201,7 +203,7 @@ private final class ListFetch: JSONFetch<[JSON]> {
         fanOut.listedItems(in: document)
     }
 
-    override func deliver(_ result: Result<[JSON], ResourceError>) {
+    override func deliver(_ result: consuming Result<[JSON], ResourceError>) {
         fanOut.listEnded(result)
     }
 }

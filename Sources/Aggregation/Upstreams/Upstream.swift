@@ -125,7 +125,7 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
         readBody(document)
     }
 
-    override func deliver(_ result: Result<Value, ResourceError>) {
+    override func deliver(_ result: consuming Result<Value, ResourceError>) {
         guard let downstream else { return }
         self.downstream = nil
         downstream.receive(only: result)
@@ -168,8 +168,9 @@ class JSONFetch<Value> {
     }
 
     /// The fetch's one result; never after ``cancel()``. It may come inside ``start()`` (a
-    /// circuit that is open, a full pool's line).
-    func deliver(_ result: Result<Value, ResourceError>) {}
+    /// circuit that is open, a full pool's line). Handed over (`consuming`), so a subclass can
+    /// keep its value without a copy of it.
+    func deliver(_ result: consuming Result<Value, ResourceError>) {}
 
     /// Makes the first attempt (once; not after ``cancel()``).
     func start() {
@@ -270,7 +271,7 @@ class JSONFetch<Value> {
         if case .failure(let error) = result { return failed(error, retryable: false) }
         guard !isOver else { return }
         isOver = true
-        deliver(result)
+        deliver(consume result)
     }
 
     private func failed(_ error: ResourceError, retryable: Bool) {
