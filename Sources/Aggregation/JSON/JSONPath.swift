@@ -15,7 +15,7 @@ public struct JSONPath: Sendable, Equatable, CustomStringConvertible {
     /// The value at this path, or nil when a member is missing or not inside an object.
     public func value(in document: JSON) -> JSON? {
         // The document is read where it is: copying it into `current` first cost a retain
-        // and a release of its storage per read (two reads per `/groups` item and list).
+        // and a release of its storage per read.
         guard let first = members.first else { return document }
         guard var current = document[first] else { return nil }
         for member in members.dropFirst() {

@@ -108,8 +108,8 @@ private final class ListFanOut: Cancellable {
     }
 
     private func startDetail(_ index: Int) {
-        // The item read where it is in `items`: a copy of it cost a retain and a release.
-        guard let path = resource.detailPath(of: items[index]) else {
+        let item = items[index]
+        guard let path = resource.detailPath(of: item) else {
             return detailEnded(index, .failure(resource.error(
                 .invalidItemID, resource.definition.listPath,
                 "an item of \(resource.definition.listPath) has no usable `\(resource.definition.idMember)`")))
