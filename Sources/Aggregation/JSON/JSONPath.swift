@@ -32,8 +32,12 @@ public struct JSONPath: Sendable, Equatable, CustomStringConvertible {
     /// ``RawJSON/objectSharingNoName(at:of:)`` does). Nil otherwise (nothing there, not an
     /// object, or not kept so): ``value(in:)`` then tells which.
     func keptObjectStart(in document: JSON) -> (container: RawJSON, start: Int)? {
-        guard case .raw(var container) = document else { return nil }
-        guard let last = members.last else { return (container, container.textStart) }
+        guard case .raw(let root) = document else { return nil }
+        guard let last = members.last else { return (root, root.textStart) }
+        // A path of one member, the common case, reads the document where it is (a variable
+        // for it cost a copy of the document).
+        guard members.count > 1 else { return root.objectMemberStart(named: last).map { (root, $0) } }
+        var container = root
         for member in members.dropLast() {
             guard let next = container.objectMember(named: member) else { return nil }
             container = next

@@ -114,7 +114,7 @@ private final class ListFanOut: Cancellable {
                 .invalidItemID, resource.definition.listPath,
                 "an item of \(resource.definition.listPath) has no usable `\(resource.definition.idMember)`")))
         }
-        let detail = DetailFetch(fanOut: self, index: index, path: path)
+        let detail = DetailFetch(fanOut: self, index: index, item: item, path: path)
         fetches[index] = detail
         detail.start()
     }
@@ -124,11 +124,11 @@ private final class ListFanOut: Cancellable {
         resource.items(in: document)
     }
 
-    /// Item `index` merged with its details in `document` (a ``DetailFetch``'s read). Here, not
-    /// in the fetch: read through another object, the resource was copied for the call (a
-    /// retain and a release of each of its dozen references).
-    fileprivate func merged(_ index: Int, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
-        resource.merged(items[index], withDetailsFrom: document, path: path)
+    /// `item` merged with its details in `document` (a ``DetailFetch``'s read). Here, not in
+    /// the fetch: read through another object, the resource was copied for the call (a retain
+    /// and a release of each of its dozen references).
+    fileprivate func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
+        resource.merged(item, withDetailsFrom: document, path: path)
     }
 
     /// `result` is handed over: its value moves into ``merged`` (a copy cost a retain, and a
@@ -170,15 +170,19 @@ private final class DetailFetch: JSONFetch<JSON?> {
     /// Strong, as the fan-out holds the fetch: the two let go of each other when it ends.
     private let fanOut: ListFanOut
     private let index: Int
+    /// The item, the copy its path was read from, moved here: a constant of the fetch is lent
+    /// to the merge as it is, where `items[index]` of the fan-out was copied for each read.
+    private let item: JSON
 
-    init(fanOut: ListFanOut, index: Int, path: String) {
+    init(fanOut: ListFanOut, index: Int, item: consuming JSON, path: String) {
         self.fanOut = fanOut
         self.index = index
+        self.item = item
         super.init(upstream: fanOut.resource.upstream, path: path, trace: fanOut.trace, keeping: .objects)
     }
 
     override func read(_ document: JSON) -> Result<JSON?, ResourceError> {
-        fanOut.merged(index, withDetailsFrom: document, path: path)
+        fanOut.merged(item, withDetailsFrom: document, path: path)
     }
 
     override func deliver(_ result: consuming Result<JSON?, ResourceError>) {
