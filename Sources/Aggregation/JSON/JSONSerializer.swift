@@ -36,9 +36,15 @@ extension JSON {
         case .raw(let raw): raw.appendText(to: &output)
         case .array(let elements):
             output.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
+            for index in elements.indices {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
-                element.write(to: &output)
+                // A kept object's text appended where it lies (a list answer's every item):
+                // writing a copy of the element cost a retain and a release of its text.
+                if case .raw(let raw) = elements[index] {
+                    raw.appendText(to: &output)
+                } else {
+                    elements[index].write(to: &output)
+                }
             }
             output.append(UInt8(ascii: "]"))
         case .object(let members):
