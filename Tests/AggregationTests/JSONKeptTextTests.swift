@@ -65,6 +65,9 @@ struct JSONKeptTextTests {
         #"{"a":1,}"#, #"{"a" :1}"#, #"{"a":1 }"#, #"{,}"#, #"{"a"}"#, #"{"a":}"#, #"{"a":1"b":2}"#, #"{"a":[1,]}"#,
         #"{"a":"\x"}"#, #"{"a":"\ud800"}"#, #"{"a":"\udc00"}"#, #"{"a":"\u12"}"#, #"{"a":{"b":1}} x"#, #"{"a":{"b":1}}}"#,
         #"{"a":[{"b":1},{"c":2} ]}"#, #"[{"a":1},{"b":2}"#, #"{"a":"b"#, #"{"a":"#, #"{"#, #"{""#, "{}", "[{}]", " {} ",
+        // A whole document that is one object, kept without a parser: whitespace after it, text
+        // after it, an irregular object inside it.
+        "{\"a\":1}\n\t ", #"{"a":[1]}x"#, #"{"a":[1]}{}"#, #"{"a":{"b": 1},"c":{"d":2}}"#,
     ]
 
     @Test("keeping text accepts and refuses exactly what parsing does, with the same error", arguments: documents)
