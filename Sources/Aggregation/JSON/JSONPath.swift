@@ -29,7 +29,7 @@ public struct JSONPath: Sendable, Equatable, CustomStringConvertible {
     /// `document` and every object on the way are kept as text (``JSON/raw(_:)``, their
     /// members read from it): the object ``value(in:)`` finds there, found without wrapping
     /// each step in a `JSON`, and without reading it to its end, which its reader finds (as
-    /// ``RawJSON/objectSharingNoName(at:of:)`` does). Nil otherwise (nothing there, not an
+    /// ``RawJSON/splicingObjectSharingNoName(at:of:)`` does). Nil otherwise (nothing there, not an
     /// object, or not kept so): ``value(in:)`` then tells which.
     func keptObjectStart(in document: JSON) -> (container: RawJSON, start: Int)? {
         guard case .raw(let root) = document else { return nil }

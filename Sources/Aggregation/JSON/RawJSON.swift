@@ -137,17 +137,31 @@ public struct RawJSON: Sendable {
         }
     }
 
-    /// The object whose `{` is at `position` in `container`'s text, as its text, when none of
-    /// its member names is one of this object's: the details ``ListResource/merge(_:details:)``
-    /// splices after this item. Its end is where the walk that compares the names ends, so
-    /// its text is read once, not once for its end and again for its names. Nil when a name is
-    /// shared, or either object's members are not read from its text, or this one has more
-    /// than 16 (``sharesMemberName(with:)`` and ``member(named:)`` then tell).
-    func objectSharingNoName(at position: Int, of container: RawJSON) -> RawJSON? {
+    /// This object (an item) with the object whose `{` is at `position` in `container`'s text
+    /// (its details) spliced after it, when none of the details' member names is one of this
+    /// object's: what ``ListResource/merge(_:details:)`` makes of the two (this object alone
+    /// when the details are `{}`, the details alone when this object is). The details' text is
+    /// read once, by the walk that compares the names, which also finds its end (not once for
+    /// its end and again for its names), and copied from where it lies, without a `RawJSON`
+    /// of its own. Nil when a name is shared, or either object's members are not read from its
+    /// text, or this one has more than 16 (``sharesMemberName(with:)`` and ``member(named:)``
+    /// then tell), or the splice is too long for a `RawJSON`.
+    func splicingObjectSharingNoName(at position: Int, of container: RawJSON) -> JSON? {
         guard parsedMembers == nil, container.parsedMembers == nil else { return nil }
-        let outcome = container.source.withUnsafeBufferPointer { Self.compareNames(in: $0, at: position, with: self) }
-        guard case .disjoint(let end) = outcome else { return nil }
-        return RawJSON(source: container.source, range: position..<end, members: nil)
+        return container.source.withUnsafeBufferPointer { buffer -> JSON? in
+            guard case .disjoint(let end) = Self.compareNames(in: buffer, at: position, with: self) else { return nil }
+            if end - position == 2 { return .raw(self) }
+            if textCount == 2 { return RawJSON(source: container.source, range: position..<end, members: nil).map(JSON.raw) }
+            // As ``splicing(_:_:)``: `{item` + `,` + `details}`, in one allocation.
+            var output: [UInt8] = []
+            output.reserveCapacity(textCount + end - position)
+            source.withUnsafeBufferPointer { own in
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: own[Int(start)..<Int(self.end) - 1]))
+            }
+            output.append(UInt8(ascii: ","))
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[position + 1..<end]))
+            return RawJSON(splicedText: output).map(JSON.raw)
+        }
     }
 
     /// What comparing two objects' member names found.

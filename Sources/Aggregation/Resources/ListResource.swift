@@ -100,8 +100,8 @@ public struct ListResource {
         // without a `JSON` for the details on the way (two lookups and copies per item), and
         // the details' text read once, by the walk that compares the names.
         if case .raw(let itemText) = item, let (container, start) = definition.detailAt.keptObjectStart(in: document),
-           let details = itemText.objectSharingNoName(at: start, of: container) {
-            return .success(Self.spliced(itemText, details))
+           let spliced = itemText.splicingObjectSharingNoName(at: start, of: container) {
+            return .success(spliced)
         }
         guard let details = definition.detailAt.value(in: document), let merged = Self.merge(item, details: details) else {
             let found = definition.detailAt.value(in: document)?.kindDescription ?? "nothing"
