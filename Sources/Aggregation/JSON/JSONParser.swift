@@ -274,9 +274,11 @@ struct JSONParser {
             return .array(elements)
         }
         // As for members: growing from empty allocates at 1, 2, 4 and 8 elements. An array in
-        // kept text is a list's items, kept objects that cost little room each: room for 16
-        // saves growing twice for a list of up to 16 (a /groups list is read so per request).
-        elements.reserveCapacity(textIsCanonical ? 16 : 4)
+        // kept text at the document's top (or in one of its members) is a list's items, kept
+        // objects that cost little room each: room for 16 saves growing twice for a list of up
+        // to 16 (a /groups list is read so per request). Not deeper down: an upstream's
+        // `[[1],[1],…]` would get ~400 bytes of room for every 4 bytes of text.
+        elements.reserveCapacity(textIsCanonical && depth <= 2 ? 16 : 4)
         while true {
             skipWhitespace()
             elements.append(try parseValue())
