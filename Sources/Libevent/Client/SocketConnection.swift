@@ -60,10 +60,6 @@ final class SocketConnection: UpstreamConnection {
     /// The socket inactivity limit (``UpstreamClient/Configuration/connectionTimeout``), made
     /// when first needed: while connecting, and for a request whose own deadline is later.
     private var inactivity: LoopTimer?
-    /// Whether ``inactivity`` is scheduled: most calls never arm it (their own deadline comes
-    /// first), and stopping a timer that is not armed still cost an `event_del` (~150
-    /// instructions, with its lock) at the end of every call.
-    private var inactivityArmed = false
     /// When the last answer ended (nil before the first): a connection idle for longer than
     /// the inactivity limit is not reused, as evhttp's client closed it. A firewall or NAT
     /// that forgot the flow silently would leave its next call without an answer until that
@@ -203,7 +199,7 @@ final class SocketConnection: UpstreamConnection {
 
     private func connected() {
         phase = .open
-        stopInactivityLimit()
+        inactivity?.cancel()
         event_add(readEvent, nil)
         flush()
     }
@@ -211,7 +207,6 @@ final class SocketConnection: UpstreamConnection {
     private func startInactivityLimit() {
         if inactivity == nil {
             inactivity = LoopTimer(loop: loop) { [unowned self] in
-                inactivityArmed = false
                 if case .connecting = phase {
                     fail(.timeout, "connect timed out")
                 } else {
@@ -220,13 +215,6 @@ final class SocketConnection: UpstreamConnection {
             }
         }
         inactivity?.schedule(after: limits.connectionTimeout)
-        inactivityArmed = true
-    }
-
-    private func stopInactivityLimit() {
-        guard inactivityArmed else { return }
-        inactivityArmed = false
-        inactivity?.cancel()
     }
 
     // MARK: - Writing
@@ -294,7 +282,7 @@ final class SocketConnection: UpstreamConnection {
                 answerStarted = true
                 switch parser!.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) {
                 case .needsMore:
-                    if inactivityArmed { inactivity?.schedule(after: limits.connectionTimeout) }
+                    if let inactivity, inactivity.isScheduled { inactivity.schedule(after: limits.connectionTimeout) }
                     // A full buffer may have left more behind; otherwise the event says when.
                     if count < buffer.count { return }
                 case .complete(let consumed):
@@ -339,7 +327,7 @@ final class SocketConnection: UpstreamConnection {
         let response = parser!.response
         let keepsAlive = parser!.keepsAlive
         parser = nil
-        stopInactivityLimit()
+        inactivity?.cancel()
         let reusable = keepsAlive && !leavingBytes && outputSent == output.count
         // One clock reading: the call's end (its latency) and the connection's idle start.
         let now = MonotonicInstant.now
@@ -372,7 +360,7 @@ final class SocketConnection: UpstreamConnection {
         guard call == nil, case .open = phase, socket >= 0 else { return nil }
         if let readEvent { event_del(readEvent) }
         if let writeEvent { event_del(writeEvent) }
-        stopInactivityLimit()
+        inactivity?.cancel()
         let lent = LentSocket(descriptor: socket, idleSince: idleSince)
         socket = -1
         phase = .closed
@@ -389,7 +377,7 @@ final class SocketConnection: UpstreamConnection {
             Glibc.close(socket)
             socket = -1
         }
-        stopInactivityLimit()
+        inactivity?.cancel()
     }
 
     private static func systemError(_ code: Int32 = errno) -> String {

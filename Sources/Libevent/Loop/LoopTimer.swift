@@ -50,16 +50,19 @@ public final class LoopTimer {
         arm(delay)
     }
 
-    /// Stops the timer; it can be scheduled again.
+    /// Stops the timer; it can be scheduled again. A timer that is not scheduled is left as
+    /// it is: most timers are stopped far more often than they fire (an upstream connection's
+    /// inactivity limit at the end of every call), and `event_del` costs its lock pair.
     public func cancel() {
         repeatInterval = nil
+        guard isScheduled else { return }
+        isScheduled = false
         event_del(event)
     }
 
-    /// Whether the timer will fire.
-    public var isScheduled: Bool {
-        event_pending(event, Int16(EV_TIMEOUT), nil) != 0
-    }
+    /// Whether the timer will fire: kept here as it is armed, fires and is cancelled (libevent
+    /// deletes a timer's event as it fires), rather than asked of libevent under its lock.
+    public private(set) var isScheduled = false
 
     /// A timer never fires before its delay has passed. libevent counts a timeout from the
     /// time it cached when the loop last woke, which can be a while ago inside a long callback,
@@ -69,6 +72,7 @@ public final class LoopTimer {
         var time = timeval(delay > .zero ? delay + Self.clockTick : delay)
         event_base_update_cache_time(loop.base)
         event_add(event, &time)
+        isScheduled = true
     }
 
     /// The resolution of the clock libevent's timers read (`CLOCK_MONOTONIC_COARSE`).
@@ -79,6 +83,7 @@ public final class LoopTimer {
     }()
 
     private func fire() {
+        isScheduled = false
         if let repeatInterval { arm(repeatInterval) }
         action()
     }
