@@ -112,14 +112,11 @@ public struct RawJSON: Sendable {
     /// an object (its `{`); nil as for ``objectMember(named:)``.
     func objectMemberStart(named key: String) -> Int? {
         guard parsedMembers == nil else { return nil }
-        let found = key.utf8.withContiguousStorageIfAvailable { keyBytes -> Int? in
-            source.withUnsafeBufferPointer { buffer -> Int? in
-                guard case .some(.some(let valueStart)) = memberValueStart(named: MemberName(keyBytes), in: buffer),
-                      valueStart < buffer.count, buffer[valueStart] == UInt8(ascii: "{") else { return nil }
-                return valueStart
-            }
+        return source.withUnsafeBufferPointer { buffer -> Int? in
+            guard case .some(.some(let valueStart)) = memberValueStart(named: key, in: buffer), valueStart < buffer.count,
+                  buffer[valueStart] == UInt8(ascii: "{") else { return nil }
+            return valueStart
         }
-        return found ?? nil
     }
 
     /// Where this object's text starts in ``source`` (its `{`).
@@ -256,19 +253,14 @@ public struct RawJSON: Sendable {
     /// becomes a path: lent in place, it costs no `String` per item.
     public func withStringMember<Result>(named key: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result? {
         guard parsedMembers == nil else { return nil }
-        // The key's bytes where they are: `withUTF8` needs a mutable copy of the key (a
-        // retain and a release of its storage per item).
-        let lent = key.utf8.withContiguousStorageIfAvailable { keyBytes -> Result? in
-            source.withUnsafeBufferPointer { buffer -> Result? in
-                guard case .some(.some(let valueStart)) = memberValueStart(named: MemberName(keyBytes), in: buffer),
-                      valueStart < buffer.count, buffer[valueStart] == UInt8(ascii: "\"") else { return nil }
-                // As ``plainValue(in:of:at:)`` reads a string: canonical text has no escapes.
-                let end = JSONStringBytes.nextQuote(in: buffer, from: valueStart + 1)
-                guard end < buffer.count else { return nil }
-                return body(UnsafeBufferPointer(rebasing: buffer[valueStart + 1..<end]))
-            }
+        return source.withUnsafeBufferPointer { buffer -> Result? in
+            guard case .some(.some(let valueStart)) = memberValueStart(named: key, in: buffer), valueStart < buffer.count,
+                  buffer[valueStart] == UInt8(ascii: "\"") else { return nil }
+            // As ``plainValue(in:of:at:)`` reads a string: canonical text has no escapes.
+            let end = JSONStringBytes.nextQuote(in: buffer, from: valueStart + 1)
+            guard end < buffer.count else { return nil }
+            return body(UnsafeBufferPointer(rebasing: buffer[valueStart + 1..<end]))
         }
-        return lent ?? nil
     }
 
     /// What reading a member from the text found.
@@ -281,20 +273,25 @@ public struct RawJSON: Sendable {
     }
 
     private func memberFromText(named key: String) -> Lookup {
-        // The key's bytes where they are, as in ``withStringMember(named:_:)``.
-        key.utf8.withContiguousStorageIfAvailable { keyBytes -> Lookup in
-            source.withUnsafeBufferPointer { buffer -> Lookup in
-                switch memberValueStart(named: MemberName(keyBytes), in: buffer) {
-                case .some(.some(let valueStart)):
-                    if let value = Self.plainValue(in: buffer, of: source, at: valueStart) { return .found(value) }
-                    var parser = JSONParser(buffer, readingCanonicalTextOf: source, at: valueStart)
-                    guard let value = try? parser.parseValue() else { return .unreadable }
-                    return .found(value)
-                case .some(.none): return .missing
-                case .none: return .unreadable
-                }
+        source.withUnsafeBufferPointer { buffer -> Lookup in
+            switch memberValueStart(named: key, in: buffer) {
+            case .some(.some(let valueStart)):
+                if let value = Self.plainValue(in: buffer, of: source, at: valueStart) { return .found(value) }
+                var parser = JSONParser(buffer, readingCanonicalTextOf: source, at: valueStart)
+                guard let value = try? parser.parseValue() else { return .unreadable }
+                return .found(value)
+            case .some(.none): return .missing
+            case .none: return .unreadable
             }
-        } ?? .unreadable
+        }
+    }
+
+    /// ``memberValueStart(named:in:)`` for a key given as a `String`, whose bytes are read
+    /// where they are: `withUTF8` needs a mutable copy of the key (a retain and a release of
+    /// its storage per item). Nil (unreadable) when they are not contiguous.
+    @inline(__always)
+    private func memberValueStart(named key: String, in buffer: UnsafeBufferPointer<UInt8>) -> Int?? {
+        key.utf8.withContiguousStorageIfAvailable { memberValueStart(named: MemberName($0), in: buffer) } ?? nil
     }
 
     /// The string or object at `position` in canonical `buffer` (which points into `source`),
