@@ -62,8 +62,9 @@ final class JSONAnswers {
         private var answers: JSONAnswers?
         var waiting: [ServerRequest] = []
         /// The pipeline's subscription, until the run ends.
-        var subscription: (any Subscription)?
-        var isFinished = false
+        private var subscription: (any Subscription)?
+        /// Whether the run ended (answered, failed or left): it holds its answers until then.
+        var isFinished: Bool { answers == nil }
 
         init(url: String, answers: JSONAnswers) {
             self.url = url
@@ -87,12 +88,12 @@ final class JSONAnswers {
             answers?.finish(self, with: .failure(error))
         }
 
-        /// The run ended or was cancelled: it lets go of the pipeline and of its answers.
-        func end() -> (any Subscription)? {
-            isFinished = true
+        /// The run ended, or was left by its last client (`cancelling` the pipeline, and with
+        /// it every upstream call in flight): it lets go of the pipeline and of its answers.
+        func end(cancelling: Bool) {
             answers = nil
-            defer { subscription = nil }
-            return subscription
+            if cancelling { subscription?.cancel() }
+            subscription = nil
         }
     }
 
@@ -106,14 +107,14 @@ final class JSONAnswers {
         run.waiting.removeAll { $0 === request }
         guard run.waiting.isEmpty, !run.isFinished else { return }
         forget(run)
-        run.end()?.cancel()
+        run.end(cancelling: true)
     }
 
     /// The run ended: every request in it gets its answer, and a later request starts anew.
     private func finish(_ run: Run, with result: Result<Snapshot, ResourceError>) {
         guard !run.isFinished else { return }
         forget(run)
-        _ = run.end()
+        run.end(cancelling: false)
         let waiting = run.waiting
         run.waiting = []
         switch result {
