@@ -2,7 +2,7 @@ import CoreMetrics
 import Libevent
 import Logging
 
-/// Reloads the configuration on `SIGHUP` (README, "Reloading the configuration"): reads it
+/// Reloads the configuration on `SIGHUP` (docs/operations.md, "Reloading the configuration"): reads it
 /// again from the same sources as at start (`load`), and when it is valid has every worker
 /// apply it on its own loop, the first worker first (it runs the shared live pipelines, whose
 /// new ``Worker/Shares`` the others need). Settings that need a restart keep their running

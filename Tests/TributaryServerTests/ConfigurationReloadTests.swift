@@ -3,7 +3,7 @@ import Testing
 import TributaryTesting
 
 /// `SIGHUP` to the real process: the configuration file is read again and applied by every
-/// worker, and the live streams follow what happened to their resource (README, "Reloading
+/// worker, and the live streams follow what happened to their resource (docs/operations.md, "Reloading
 /// the configuration"). Each test waits for the reload's own log line, never for time.
 @Suite("Configuration reload on SIGHUP")
 struct ConfigurationReloadTests {

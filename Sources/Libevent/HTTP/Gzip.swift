@@ -6,7 +6,7 @@ import CZlib
 ///
 /// Reused because setting a stream up costs more than compressing a small document: zlib
 /// allocates about 256 KiB of state for it. The demo's 1.3 KB `/rows` took 76 µs of CPU with a
-/// fresh stream, 10 µs with this one (`deflateReset` keeps the state; README, "Caching and
+/// fresh stream, 10 µs with this one (`deflateReset` keeps the state; docs/api.md, "Caching and
 /// compression", has the numbers and the command).
 ///
 /// ```swift

@@ -1,6 +1,6 @@
 public import Aggregation
 
-/// What a configuration reload (`SIGHUP`, README "Reloading the configuration") may change
+/// What a configuration reload (`SIGHUP`, docs/operations.md, "Reloading the configuration") may change
 /// while the service runs, and what it compares to decide which live streams go on.
 extension Configuration {
     /// The settings a running process cannot take up, by key: the listening socket, the

@@ -5,7 +5,7 @@ public import Redis
 /// Everything Tributary is told: where to listen, which upstreams exist and how to call them,
 /// and which resources to serve from them. Read from `config/tributary.yaml`, then
 /// overridden by environment variables, then by command-line options (see ``load(_:)``);
-/// every key, its default and its override are listed in README.md, section Configuration.
+/// every key, its default and its override are listed in docs/configuration.md.
 public struct Configuration: Sendable {
     public var server = Server()
     public var sse = EventStreams()
@@ -82,7 +82,7 @@ public struct Configuration: Sendable {
         public init() {}
     }
 
-    /// `cluster:` — replicas coordinated through Redis (README, "Running several replicas").
+    /// `cluster:` — replicas coordinated through Redis (docs/fleet.md).
     public struct Cluster: Sendable, Equatable {
         /// `redis`, `TRIBUTARY_REDIS_URL`, `--redis`: `redis://HOST:PORT[/DB]`.
         public var redis: RedisEndpoint

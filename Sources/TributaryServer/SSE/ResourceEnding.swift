@@ -1,7 +1,7 @@
 import Libevent
 
 /// Why the live streams of a resource end while the service runs on: a configuration reload
-/// removed the resource, or changed its definition (README, "Reloading the configuration").
+/// removed the resource, or changed its definition (docs/operations.md, "Reloading the configuration").
 enum ResourceEnding: Equatable {
     case removed
     case changed
