@@ -13,8 +13,8 @@ let strictSettings: [SwiftSetting] = [
 /// `/groups` request (`Benchmarks/groups-cpu.sh callgrind 10`). Debug builds keep the checks,
 /// and every test (the AddressSanitizer pass included) runs on a debug build. Rivers, a
 /// library of its own, keeps them. The cost: SwiftPM refuses unsafe flags in a dependency
-/// taken by version, so another package can use the Libevent and Redis products only from a
-/// branch or a local path (they are the service's modules, not released on their own).
+/// taken by version, so another package can use the EventLoop, HTTPServer, UpstreamClient
+/// and Redis products only from a branch or a local path (they are the service's modules, not released on their own).
 let serviceSettings: [SwiftSetting] = strictSettings + [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
@@ -25,7 +25,9 @@ let package = Package(
     products: [
         .executable(name: "tributary", targets: ["tributary"]),
         .library(name: "Rivers", targets: ["Rivers"]),
-        .library(name: "Libevent", targets: ["Libevent"]),
+        .library(name: "EventLoop", targets: ["EventLoop"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "UpstreamClient", targets: ["UpstreamClient"]),
         .library(name: "Redis", targets: ["Redis"]),
     ],
     dependencies: [
@@ -38,7 +40,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
-        // MARK: - libevent
+        // MARK: - libevent: the loop, the HTTP server, the upstream client
 
         .systemLibrary(
             name: "CLibevent",
@@ -49,10 +51,29 @@ let package = Package(
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         /// The fields of evhttp's request struct that libevent 2.1 has no call for (chunk framing, HTTP version, body parsing state).
         .target(name: "CEvhttpRequestFields"),
+        /// One libevent `event_base` per worker: the loop, timers, an OpenCombine scheduler on it,
+        /// signals, name resolution, sockets, TLS contexts, one-result publishers.
         .target(
-            name: "Libevent",
+            name: "EventLoop",
+            dependencies: ["CLibevent", "HTTPCore", .product(name: "OpenCombine", package: "OpenCombine")],
+            swiftSettings: serviceSettings
+        ),
+        /// What both ends of HTTP share, with no libevent in it: methods, the token grammar,
+        /// query strings and percent-encoding, W3C trace context.
+        .target(name: "HTTPCore", swiftSettings: serviceSettings),
+        /// evhttp as the service's server: connections, requests, the framing guard, the router,
+        /// answers (HEAD, ETag/304, gzip), event-stream writing, back pressure, disconnects.
+        .target(
+            name: "HTTPServer",
+            dependencies: ["CLibevent", "CEvhttpRequestFields", "CZlib", "EventLoop", "HTTPCore"],
+            swiftSettings: serviceSettings
+        ),
+        /// Tributary's own HTTP/1.1 client for upstream calls: pools, the process-wide
+        /// connection budget, deadlines, the response parser, TLS, trace context on every call.
+        .target(
+            name: "UpstreamClient",
             dependencies: [
-                "CLibevent", "CEvhttpRequestFields", "CZlib",
+                "CLibevent", "CEvhttpRequestFields", "EventLoop", "HTTPCore",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: serviceSettings
@@ -70,7 +91,7 @@ let package = Package(
         .target(
             name: "Redis",
             dependencies: [
-                "CHiredis", "CHiredisLibevent", "CLibevent", "Libevent",
+                "CHiredis", "CHiredisLibevent", "CLibevent", "EventLoop",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: serviceSettings
@@ -89,7 +110,7 @@ let package = Package(
         .target(
             name: "Aggregation",
             dependencies: [
-                "Libevent", "Rivers",
+                "EventLoop", "HTTPCore", "UpstreamClient", "Rivers",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
@@ -101,7 +122,7 @@ let package = Package(
         .target(
             name: "TributaryServer",
             dependencies: [
-                "Libevent", "Rivers", "Aggregation", "Redis",
+                "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "Rivers", "Aggregation", "Redis",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -115,7 +136,7 @@ let package = Package(
         .executableTarget(
             name: "tributary",
             dependencies: [
-                "TributaryServer", "Libevent",
+                "TributaryServer", "UpstreamClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -123,7 +144,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FoundationBench",
-            dependencies: ["Libevent"],
+            dependencies: ["EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient"],
             path: "Benchmarks/FoundationBench",
             swiftSettings: strictSettings
         ),
@@ -143,13 +164,29 @@ let package = Package(
         ),
         .target(
             name: "TributaryTesting",
-            dependencies: ["Libevent", .product(name: "OpenCombine", package: "OpenCombine")],
+            dependencies: ["EventLoop", "HTTPCore", "HTTPServer", .product(name: "OpenCombine", package: "OpenCombine")],
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "LibeventTests",
+            name: "EventLoopTests",
             dependencies: [
-                "Libevent", "TributaryTesting",
+                "EventLoop", "UpstreamClient", "TributaryTesting",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: [
+                "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "TributaryTesting",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "UpstreamClientTests",
+            dependencies: [
+                "EventLoop", "HTTPCore", "UpstreamClient", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings
@@ -157,7 +194,7 @@ let package = Package(
         .testTarget(
             name: "RedisTests",
             dependencies: [
-                "Redis", "Libevent", "TributaryTesting",
+                "Redis", "EventLoop", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings
@@ -165,7 +202,7 @@ let package = Package(
         .testTarget(
             name: "AggregationTests",
             dependencies: [
-                "Aggregation", "Libevent", "TributaryTesting",
+                "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings
@@ -173,7 +210,8 @@ let package = Package(
         .testTarget(
             name: "TributaryServerTests",
             dependencies: [
-                "TributaryServer", "Aggregation", "Libevent", "Redis", "TributaryTesting",
+                "TributaryServer", "Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "Redis",
+                "TributaryTesting",
                 // Gzip answers inflated with zlib itself (HTTPSemanticsTests).
                 "CZlib",
                 // A timer's exposition compared with swift-prometheus's own (SecondsTimerFactoryTests).
@@ -187,14 +225,14 @@ let package = Package(
         ),
         .testTarget(
             name: "TributaryTestingTests",
-            dependencies: ["Libevent", "TributaryTesting"],
+            dependencies: ["HTTPServer", "TributaryTesting"],
             swiftSettings: strictSettings
         ),
         // MARK: - Fuzzing (scripts/fuzz): the checks, a libFuzzer target each, the corpus replayed
 
         .target(
             name: "FuzzChecks",
-            dependencies: ["Aggregation", "Libevent", "TributaryServer", "TributaryTesting"],
+            dependencies: ["Aggregation", "HTTPCore", "HTTPServer", "UpstreamClient", "TributaryServer", "TributaryTesting"],
             path: "Tests/Fuzz/FuzzChecks",
             swiftSettings: strictSettings
         ),

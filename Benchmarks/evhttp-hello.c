@@ -1,4 +1,4 @@
-// Plain C evhttp answering the hello bytes: the floor under Tributary's Libevent module.
+// Plain C evhttp answering the hello bytes: the floor under Tributary's HTTPServer module.
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/buffer.h>

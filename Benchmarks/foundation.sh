@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The foundation benchmark (issue 2): evhttp through Tributary's Libevent module against nginx
+# The foundation benchmark (issue 2): evhttp through Tributary's HTTPServer module against nginx
 # serving the same bytes, side by side in one run, with wrk; medians of ROUNDS interleaved
 # rounds, reported as ratios to nginx.
 #

@@ -1,4 +1,4 @@
-// The foundation benchmark's server: evhttp through Tributary's Libevent module, in one of
+// The foundation benchmark's server: evhttp through Tributary's HTTPServer module, in one of
 // two modes, for Benchmarks/foundation.sh to measure side by side with nginx.
 //
 //   FoundationBench hello PORT            answer every request with the bytes of hello.json
@@ -11,7 +11,10 @@
 //                                         parsed, a new trace made, one upstream call's headers
 //                                         (README, "Tracing")
 import Glibc
-import Libevent
+import EventLoop
+import HTTPCore
+import HTTPServer
+import UpstreamClient
 
 let hello = Array(#"{"hello":"world","from":"tributary"}"#.utf8)
 

@@ -1,4 +1,4 @@
-import Libevent
+import EventLoop
 
 /// One command sent through a ``RedisClient``, from sending until its completion handler ran
 /// (reply, deadline, lost connection) or it was cancelled. Loop-confined.

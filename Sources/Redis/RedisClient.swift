@@ -1,4 +1,4 @@
-public import Libevent
+public import EventLoop
 public import OpenCombine
 
 /// A Redis client on one worker's ``EventLoop``: hiredis connections driven by the loop's

@@ -1,6 +1,6 @@
 internal import CHiredis
 internal import CHiredisLibevent
-import Libevent
+import EventLoop
 
 /// One hiredis `redisAsyncContext`, attached to an ``EventLoop`` through hiredis' libevent
 /// adapter: one TCP connection, one attempt, no reconnecting (``RedisLink`` does that).

@@ -1,4 +1,4 @@
-import Libevent
+import EventLoop
 
 /// What a ``RedisLink`` tells its client. Loop-confined.
 protocol RedisLinkDelegate: AnyObject {

@@ -1,5 +1,5 @@
 import CoreMetrics
-import Libevent
+import EventLoop
 import Logging
 
 /// Reloads the configuration on `SIGHUP` (docs/operations.md, "Reloading the configuration"): reads it

@@ -1,4 +1,5 @@
-import Libevent
+import EventLoop
+import UpstreamClient
 
 /// `tributary probe URL`: one GET through the service's own HTTP client, for a container's
 /// HEALTHCHECK (the runtime image has no curl). Succeeds on a 2xx answer.

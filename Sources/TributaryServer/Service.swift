@@ -1,5 +1,5 @@
 import Aggregation
-import Libevent
+import EventLoop
 public import Logging
 import Glibc
 import Synchronization

@@ -1,5 +1,7 @@
 public import Aggregation
-public import Libevent
+public import EventLoop
+import HTTPServer
+import UpstreamClient
 public import Logging
 
 /// Everything one event loop serves: the HTTP server, the upstream client and its pools, the

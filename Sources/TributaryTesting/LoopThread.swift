@@ -1,5 +1,6 @@
 import Foundation
-public import Libevent
+public import EventLoop
+import HTTPServer
 import Synchronization
 
 /// An ``EventLoop`` running on a thread of its own, for tests that drive a server or client

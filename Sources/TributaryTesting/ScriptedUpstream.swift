@@ -1,4 +1,6 @@
-public import Libevent
+public import EventLoop
+public import HTTPCore
+import HTTPServer
 
 /// What a ``ScriptedUpstream`` answers to one request.
 public struct UpstreamReply: Sendable {

@@ -1,4 +1,5 @@
-import Libevent
+import HTTPCore
+import HTTPServer
 
 /// The `tasks` upstream API of the contract as test data: groups in list order and their
 /// metadata, with JSON for what the upstream answers and what `GET /groups` must answer.

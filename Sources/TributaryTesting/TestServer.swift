@@ -1,4 +1,5 @@
-public import Libevent
+public import EventLoop
+public import HTTPServer
 
 /// An ``HTTPServer`` on a loop thread of its own, listening on a free loopback port, for
 /// tests that talk to it with a ``TestConnection``.

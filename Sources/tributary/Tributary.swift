@@ -1,6 +1,5 @@
 import ArgumentParser
 import Glibc
-import Libevent
 import Logging
 import TributaryServer
 

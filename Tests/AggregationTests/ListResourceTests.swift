@@ -1,5 +1,7 @@
 import Aggregation
-import Libevent
+import EventLoop
+import HTTPCore
+import UpstreamClient
 import OpenCombine
 import Synchronization
 import Testing

@@ -1,4 +1,4 @@
-import Libevent
+import EventLoop
 import OpenCombine
 import Redis
 import Testing

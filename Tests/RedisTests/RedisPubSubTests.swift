@@ -1,4 +1,3 @@
-import Libevent
 import OpenCombine
 import Redis
 import Testing

@@ -1,7 +1,7 @@
 import Aggregation
 import Foundation
 import Glibc
-import Libevent
+import UpstreamClient
 import Redis
 import Testing
 import TributaryServer

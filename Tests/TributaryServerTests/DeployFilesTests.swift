@@ -1,5 +1,5 @@
 import Foundation
-import Libevent
+import UpstreamClient
 import Redis
 import Testing
 import TributaryServer

@@ -1,6 +1,5 @@
 import Aggregation
 import Foundation
-import Libevent
 import Testing
 import TributaryServer
 import TributaryTesting

@@ -1,4 +1,3 @@
-import Libevent
 import Testing
 import TributaryTesting
 

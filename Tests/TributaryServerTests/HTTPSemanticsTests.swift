@@ -1,5 +1,5 @@
 import CZlib
-import Libevent
+import HTTPServer
 import Testing
 import TributaryTesting
 

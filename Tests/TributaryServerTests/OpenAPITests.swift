@@ -1,5 +1,4 @@
 import Foundation
-import Libevent
 import Testing
 import TributaryServer
 import TributaryTesting

@@ -1,5 +1,5 @@
 import Aggregation
-import Libevent
+import EventLoop
 import Logging
 import TributaryServer
 import TributaryTesting

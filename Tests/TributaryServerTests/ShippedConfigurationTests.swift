@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Libevent
 import Testing
 import TributaryServer
 import TributaryTesting

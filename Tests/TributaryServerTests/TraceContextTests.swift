@@ -1,4 +1,4 @@
-import Libevent
+import HTTPCore
 import Testing
 import TributaryTesting
 

@@ -1,4 +1,3 @@
-import Libevent
 import TributaryTesting
 
 /// The `media` and `search` upstream APIs of the contract as scripted test data.

@@ -1,4 +1,3 @@
-import Libevent
 import TributaryServer
 import Testing
 import TributaryTesting

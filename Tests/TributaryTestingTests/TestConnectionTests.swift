@@ -1,5 +1,5 @@
 import Foundation
-import Libevent
+import HTTPServer
 import Testing
 import TributaryTesting
 

@@ -1,4 +1,4 @@
-import Libevent
+import HTTPCore
 
 /// Word-at-a-time searches through the bytes of a JSON string, for the parser and the
 /// scanners: most of a document's bytes are inside strings, most strings are plain ASCII, and

@@ -1,5 +1,6 @@
 import CoreMetrics
-public import Libevent
+public import EventLoop
+public import HTTPCore
 public import OpenCombine
 import Rivers
 

@@ -1,4 +1,4 @@
-public import Libevent
+public import EventLoop
 public import OpenCombine
 import Rivers
 import Synchronization

@@ -1,4 +1,4 @@
-import Libevent
+import HTTPCore
 
 /// One serialized state of a resource, with a version that names its content: equal
 /// documents have equal versions, on every worker and across restarts, so a client's

@@ -1,5 +1,6 @@
-public import Libevent
-public import OpenCombine
+import EventLoop
+import HTTPCore
+import OpenCombine
 
 extension ListResource {
     /// One snapshot as a publisher of concrete types: the list call, then every detail call

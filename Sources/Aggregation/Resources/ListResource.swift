@@ -1,4 +1,4 @@
-public import Libevent
+public import HTTPCore
 public import OpenCombine
 
 /// A list from one upstream call, each item merged with its details from a second call per

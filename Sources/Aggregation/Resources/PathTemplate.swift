@@ -1,4 +1,4 @@
-import Libevent
+import HTTPCore
 
 /// An upstream path with one `{id}` placeholder, e.g. `/groups/{id}/metadata`.
 ///

@@ -1,4 +1,4 @@
-public import Libevent
+public import HTTPCore
 public import OpenCombine
 
 /// A query passed to an upstream search, answered with the upstream's items unchanged and in

@@ -1,4 +1,4 @@
-public import Libevent
+import UpstreamClient
 
 /// Why a resource could not be built from its upstreams, in the words a client gets:
 /// an HTTP status (502 when an upstream failed, 504 when it timed out, 503 when it should
@@ -54,8 +54,6 @@ public struct ResourceError: Error, Sendable, Equatable, CustomStringConvertible
         let (seconds, attoseconds) = duration.components
         return max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0))
     }
-
-    public var httpError: HTTPError { HTTPError(status: status, code: code.rawValue, message: message) }
 
     public var description: String { message }
 }

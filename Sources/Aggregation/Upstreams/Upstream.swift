@@ -1,4 +1,6 @@
-public import Libevent
+import EventLoop
+public import HTTPCore
+public import UpstreamClient
 public import OpenCombine
 
 /// One configured upstream API: a name, a base URL, and how to call it (deadline, retries

@@ -1,4 +1,4 @@
-public import Libevent
+public import HTTPCore
 public import OpenCombine
 import Rivers
 

@@ -1,4 +1,5 @@
-public import Libevent
+public import EventLoop
+public import HTTPCore
 public import OpenCombine
 import Rivers
 

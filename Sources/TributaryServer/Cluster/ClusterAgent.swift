@@ -1,6 +1,7 @@
 import Aggregation
 import CoreMetrics
-import Libevent
+import EventLoop
+import HTTPServer
 import Logging
 import OpenCombine
 import Redis

@@ -1,5 +1,6 @@
 import Aggregation
-import Libevent
+import EventLoop
+import HTTPServer
 
 /// What replicas tell each other through Redis, and how it is written.
 ///

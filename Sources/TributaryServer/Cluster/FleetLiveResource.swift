@@ -1,7 +1,6 @@
 import Aggregation
 import Glibc
 import CoreMetrics
-import Libevent
 import OpenCombine
 import Rivers
 

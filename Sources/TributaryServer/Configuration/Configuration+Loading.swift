@@ -1,6 +1,6 @@
 import Aggregation
 import Glibc
-import Libevent
+import UpstreamClient
 import Redis
 
 extension Configuration {

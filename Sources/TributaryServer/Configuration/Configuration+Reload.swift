@@ -1,4 +1,4 @@
-public import Aggregation
+import Aggregation
 
 /// What a configuration reload (`SIGHUP`, docs/operations.md, "Reloading the configuration") may change
 /// while the service runs, and what it compares to decide which live streams go on.

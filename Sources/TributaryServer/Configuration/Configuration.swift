@@ -1,5 +1,6 @@
 public import Aggregation
-public import Libevent
+import HTTPServer
+public import UpstreamClient
 public import Redis
 
 /// Everything Tributary is told: where to listen, which upstreams exist and how to call them,

@@ -1,4 +1,5 @@
-public import Libevent
+public import EventLoop
+import HTTPServer
 import Aggregation
 import Glibc
 

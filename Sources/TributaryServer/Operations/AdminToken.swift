@@ -1,4 +1,4 @@
-import Libevent
+import HTTPServer
 
 /// The admin token (`server.adminToken`, `TRIBUTARY_ADMIN_TOKEN`) that reload endpoints
 /// require when it is set, as `Authorization: Bearer <token>`. One per worker, shared by its

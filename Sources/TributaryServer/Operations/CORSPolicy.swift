@@ -1,4 +1,4 @@
-import Libevent
+import HTTPServer
 
 /// Cross-origin access for browsers on other origins (`server.corsOrigins`): answers
 /// preflight requests and adds `Access-Control-Allow-Origin` to answers for allowed origins.

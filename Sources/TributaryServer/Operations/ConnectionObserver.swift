@@ -1,6 +1,6 @@
 import CoreMetrics
 import Glibc
-import Libevent
+import HTTPServer
 import Logging
 
 /// Sees the server's connections come and go, and `accept` fail:

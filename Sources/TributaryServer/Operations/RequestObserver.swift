@@ -1,5 +1,6 @@
 import CoreMetrics
-import Libevent
+import HTTPCore
+import HTTPServer
 import Logging
 
 /// Sees every request end: one access log line (at `info`) with method, target, status and

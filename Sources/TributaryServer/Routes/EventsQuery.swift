@@ -1,4 +1,4 @@
-import Libevent
+import HTTPServer
 
 /// What a `GET /events` request asks for: the resources its stream carries, in the order
 /// asked, each with its own parameters, e.g.

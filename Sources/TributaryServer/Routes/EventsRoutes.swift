@@ -1,4 +1,5 @@
-import Libevent
+import HTTPCore
+import HTTPServer
 
 /// `GET /events?resource=groups&resource=rows&resource=search&search.q=swift`: one event stream
 /// carrying several live resources (browsers hold at most six HTTP/1.1 connections per

@@ -1,5 +1,5 @@
 import Aggregation
-import Libevent
+import HTTPServer
 import OpenCombine
 
 /// The JSON answers of one resource on one worker: how a `GET /<name>` (not a stream) gets

@@ -1,5 +1,5 @@
 import Aggregation
-import Libevent
+import HTTPServer
 import OpenCombine
 
 /// The endpoints of one `kind: list` resource named `name`:

@@ -1,5 +1,6 @@
 import Aggregation
-import Libevent
+import HTTPCore
+import HTTPServer
 
 /// How a new stream of one resource gets its view model, from the request's parameters for
 /// that resource: the query of `GET /<name>`, or on `GET /events` the parameters named

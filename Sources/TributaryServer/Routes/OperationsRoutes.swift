@@ -1,5 +1,5 @@
 import Aggregation
-import Libevent
+import HTTPServer
 
 /// The operator's endpoints: `GET /healthz` (liveness), `GET /metrics` (Prometheus text
 /// format), `GET /` (the live page) and `GET /openapi.json` (the API described,

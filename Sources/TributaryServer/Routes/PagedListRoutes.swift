@@ -1,5 +1,5 @@
 import Aggregation
-import Libevent
+import HTTPServer
 
 /// The endpoints of one `kind: pages` resource named `name` (e.g. `rows`):
 ///

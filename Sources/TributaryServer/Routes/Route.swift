@@ -1,4 +1,5 @@
-import Libevent
+import HTTPCore
+import HTTPServer
 
 /// A route of the service: its pattern (the label of its logs and metrics) and its handler.
 struct Route {

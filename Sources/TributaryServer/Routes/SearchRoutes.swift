@@ -1,5 +1,6 @@
 import Aggregation
-import Libevent
+import EventLoop
+import HTTPServer
 
 /// The endpoints of one `kind: search` resource named `name`:
 ///

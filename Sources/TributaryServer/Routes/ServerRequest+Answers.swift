@@ -1,5 +1,5 @@
 import Aggregation
-import Libevent
+import HTTPServer
 
 extension ServerRequest {
     /// Whether the client asked for `text/event-stream` (an `EventSource`, `curl -H 'Accept: text/event-stream'`).
@@ -61,4 +61,9 @@ extension ServerRequest {
             ["text/event-stream", "text/*", "*/*"].contains(entry.value) && entry.quality != 0
         }
     }
+}
+
+extension ResourceError {
+    /// The error as the service answers it: its status, code and message.
+    var httpError: HTTPError { HTTPError(status: status, code: code.rawValue, message: message) }
 }

@@ -1,5 +1,6 @@
 import Aggregation
-import Libevent
+import EventLoop
+import HTTPServer
 
 /// How clients reach the view model of one live stream, by the id its first event announced:
 ///

@@ -1,5 +1,5 @@
 import Aggregation
-import Libevent
+import HTTPServer
 
 /// The `snapshot` events of recent snapshots, formatted once per worker and shared by every
 /// stream that sends them (``SharedBytes``): a state fanned out to 10,000 subscribers costs one

@@ -1,5 +1,5 @@
 import Aggregation
-import Libevent
+import HTTPServer
 
 /// One client's server-sent event stream: a connection carrying one live resource
 /// (`GET /groups`) or several (`GET /events`), each followed by an ``EventFeed`` of its own.

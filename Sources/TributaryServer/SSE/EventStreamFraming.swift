@@ -1,5 +1,5 @@
 import Aggregation
-import Libevent
+import HTTPServer
 
 /// How an ``EventStream`` labels its events: a resource's own stream (`GET /groups`) shows that
 /// resource as it is; a multiplexed one (`GET /events`) carries several and tags every event

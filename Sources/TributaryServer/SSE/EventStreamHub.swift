@@ -1,6 +1,7 @@
 import Aggregation
 import CoreMetrics
-import Libevent
+import EventLoop
+import HTTPServer
 import OpenCombine
 
 /// The live event streams of one worker: it opens them, knows each resource they carry by its

@@ -1,4 +1,4 @@
-import Libevent
+import HTTPServer
 
 /// Why the live streams of a resource end while the service runs on: a configuration reload
 /// removed the resource, or changed its definition (docs/operations.md, "Reloading the configuration").

@@ -1,4 +1,5 @@
-import Libevent
+import EventLoop
+import HTTPServer
 import Synchronization
 
 /// Which worker holds each live stream, for the whole process.

@@ -1,4 +1,4 @@
-import Libevent
+import HTTPCore
 
 /// The id of one live stream: 128 random bits as 32 lowercase hex digits, unguessable, so
 /// knowing a stream's id is what entitles a client to poke its triggers and inputs.

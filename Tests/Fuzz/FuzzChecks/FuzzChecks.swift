@@ -1,6 +1,8 @@
 import Aggregation
 import Foundation
-import Libevent
+import HTTPCore
+import HTTPServer
+import UpstreamClient
 import TributaryServer
 import TributaryTesting
 

@@ -1,0 +1,196 @@
+import Foundation
+import HTTPServer
+import Testing
+import TributaryTesting
+
+@Suite("HTTP server")
+struct HTTPServerTests {
+    struct Greeting: Codable, Equatable {
+        var name: String
+        var tags: [String]
+    }
+
+    @Test("a JSON body round-trips through a handler")
+    func jsonRoundTrip() async throws {
+        let server = try await TestServer.start { request, _ in
+            guard let greeting = try? JSONDecoder().decode(Greeting.self, from: Data(request.body)) else {
+                request.respond(.badRequest("not a greeting"))
+                return
+            }
+            let reply = Greeting(name: "hello " + greeting.name, tags: greeting.tags.reversed())
+            request.respond(status: 201, json: String(decoding: try! JSONEncoder().encode(reply), as: UTF8.self))
+        }
+        let body = try JSONEncoder().encode(Greeting(name: "Grüße \"✓\"", tags: ["a", "b"]))
+        let response = try await TestHTTP.request(port: server.port, "POST", "/greet", headers: [("Content-Type", "application/json")], body: Array(body))
+        #expect(response.status == 201)
+        #expect(response.header("Content-Type") == "application/json")
+        #expect(try response.decode(Greeting.self) == Greeting(name: "hello Grüße \"✓\"", tags: ["b", "a"]))
+        await server.stop()
+    }
+
+    @Test("one keep-alive connection carries several requests")
+    func keepAlive() async throws {
+        let server = try await TestServer.start { request, _ in
+            request.respond(status: 200, json: #"{"path":""# + JSONText.escaped(request.path) + #""}"#)
+        }
+        let connection = try await TestConnection(port: server.port)
+        for index in 0..<5 {
+            try await connection.sendRequest("GET", "/item/\(index)")
+            let response = try await connection.readResponse()
+            #expect(response.status == 200)
+            #expect(response.text == #"{"path":"/item/\#(index)"}"#)
+        }
+        await server.stop()
+    }
+
+    @Test("headers over the limit get 431 JSON, bodies over it 413 JSON, and the server keeps serving")
+    func limits() async throws {
+        let limits = HTTPServer.Limits(maxHeaderBytes: 1024, maxBodyBytes: 2048)
+        let server = try await TestServer.start(limits: limits) { request, _ in
+            request.respond(status: 200, json: #"{"ok":true}"#)
+        }
+        let bigHeader = try await TestHTTP.get(port: server.port, "/", headers: [("X-Padding", String(repeating: "x", count: 2000))])
+        #expect(bigHeader.status == 431)
+        #expect(try errorCode(bigHeader) == "headers_too_large")
+
+        let bigBody = try await TestHTTP.request(port: server.port, "POST", "/", body: Array(repeating: 65, count: 4096))
+        #expect(bigBody.status == 413)
+        #expect(try errorCode(bigBody) == "body_too_large")
+
+        // Far beyond our limit evhttp refuses by itself, without buffering the body.
+        let huge = try await TestConnection(port: server.port)
+        try await huge.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n")
+        #expect(try await huge.readHead().status == 413)
+
+        let healthy = try await TestHTTP.get(port: server.port, "/")
+        #expect(healthy.status == 200)
+        await server.stop()
+    }
+
+    @Test("a malformed request line is refused and the server keeps serving")
+    func malformedRequest() async throws {
+        let server = try await TestServer.start { request, _ in request.respond(status: 200, json: "{}") }
+        let connection = try await TestConnection(port: server.port)
+        try await connection.send("NONSENSE\r\n\r\n")
+        let refused = (try? await connection.readHead().status) ?? 400
+        #expect(refused == 400)
+        #expect(try await TestHTTP.get(port: server.port, "/").status == 200)
+        await server.stop()
+    }
+
+    @Test("a streamed answer arrives chunk by chunk, and drained follows each write")
+    func streaming() async throws {
+        let drained = Observed(0)
+        let server = try await TestServer.start { request, _ in
+            request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
+            var sent = 0
+            request.onDrained = {
+                drained.update { $0 += 1 }
+                sent += 1
+                if sent < 3 { request.write(Array("data: \(sent)\n\n".utf8)) } else { request.endStream() }
+            }
+            request.write(Array("data: 0\n\n".utf8))
+        }
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/events")
+        let head = try await connection.readHead()
+        #expect(head.status == 200)
+        #expect(head.header("Content-Type") == "text/event-stream")
+        var chunks: [String] = []
+        while let chunk = try await connection.readChunk() { chunks.append(String(decoding: chunk, as: UTF8.self)) }
+        #expect(chunks == ["data: 0\n\n", "data: 1\n\n", "data: 2\n\n"])
+        #expect(await drained.wait(timeout: .seconds(5)) { $0 == 3 })
+        await server.stop()
+    }
+
+    private func errorCode(_ response: TestResponse) throws -> String? {
+        #expect(response.header("Content-Type") == "application/json")
+        let document = try response.json() as? [String: Any]
+        let error = document?["error"] as? [String: Any]
+        #expect(error?["message"] is String)
+        return error?["code"] as? String
+    }
+}
+
+@Suite("Shared bytes")
+struct SharedBytesTests {
+    @Test("one buffer written to several streams reaches each intact and is freed once every socket took it")
+    func sharedAcrossStreams() async throws {
+        let released = Observed(false)
+        let payload = Array(repeating: UInt8(ascii: "x"), count: 100_000) + Array("end".utf8)
+        final class Holder: @unchecked Sendable {
+            weak var bytes: SharedBytes?
+            var requests: [ServerRequest] = []
+        }
+        let holder = Holder()
+        let server = try await TestServer.start { request, _ in
+            request.startStream(status: 200, headers: [])
+            holder.requests.append(request)
+            guard holder.requests.count == 3 else { return }
+            let shared = SharedBytes(payload)
+            holder.bytes = shared
+            for open in holder.requests { open.write(shared) }
+            for open in holder.requests {
+                open.onDrained = {
+                    open.endStream()
+                    if holder.requests.allSatisfy({ !$0.isOpen }) { released.update { $0 = holder.bytes == nil } }
+                }
+            }
+        }
+        var clients: [TestConnection] = []
+        for _ in 0..<3 { clients.append(try await TestConnection(port: server.port)) }
+        for client in clients { try await client.sendRequest("GET", "/shared") }
+        for client in clients {
+            #expect(try await client.readHead().status == 200)
+            var received: [UInt8] = []
+            while let chunk = try await client.readChunk() { received += chunk }
+            #expect(received == payload)
+        }
+        #expect(await released.wait(timeout: .seconds(5)) { $0 }, "the shared bytes outlived every stream")
+        await server.stop()
+    }
+
+    /// The stream frames its own chunks (see `CEvhttpRequestFields`); a mistake there would
+    /// corrupt every event stream, so this pins the bytes on the wire for both protocol versions.
+    @Test("shared and plain writes are framed as chunks for HTTP/1.1, sent raw to HTTP/1.0, dropped for HEAD, and the stream ends cleanly")
+    func framing() async throws {
+        let shared = Array("shared event\n\n".utf8)
+        let plain = Array(": heartbeat\n\n".utf8)
+        let server = try await TestServer.start { request, _ in
+            if request.uri == "/next" { return request.respond(status: 200, json: "{}") }
+            request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
+            request.write(SharedBytes(shared))
+            request.write(plain)
+            request.write(SharedBytes(shared))
+            request.endStream()
+        }
+
+        let http11 = try await TestConnection(port: server.port)
+        try await http11.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try await http11.readHead()
+        #expect(head.header("Transfer-Encoding") == "chunked")
+        var chunks: [[UInt8]] = []
+        while let chunk = try await http11.readChunk() { chunks.append(chunk) }
+        #expect(chunks == [shared, plain, shared])
+        try await http11.send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try await http11.readResponse().status == 200, "the connection is usable after the last chunk")
+
+        // A HEAD request streams nothing, and leaves nothing behind for the next stream.
+        let headOnly = try await TestConnection(port: server.port)
+        try await headOnly.send("HEAD /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try await headOnly.readHead().status == 200)
+        let after = try await TestConnection(port: server.port)
+        try await after.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try await after.readHead()
+        var afterChunks: [[UInt8]] = []
+        while let chunk = try await after.readChunk() { afterChunks.append(chunk) }
+        #expect(afterChunks == [shared, plain, shared])
+
+        let http10 = try await TestConnection(port: server.port)
+        try await http10.send("GET /events HTTP/1.0\r\n\r\n")
+        let whole = try await http10.readResponse()
+        #expect(whole.header("Transfer-Encoding") == nil)
+        #expect(whole.body == shared + plain + shared)
+        await server.stop()
+    }
+}
