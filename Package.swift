@@ -175,6 +175,7 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"], swiftSettings: strictSettings),
         .testTarget(
             name: "HTTPServerTests",
             dependencies: [

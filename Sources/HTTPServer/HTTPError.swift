@@ -1,3 +1,5 @@
+import HTTPCore
+
 /// An error answered to an HTTP client as `{"error":{"code":"…","message":"…"}}`.
 ///
 /// The small error vocabulary of Tributary: every failure a client sees has a status, a
@@ -18,9 +20,7 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The JSON document sent as the response body.
-    public var json: String {
-        #"{"error":{"code":""# + JSONText.escaped(code) + #"","message":""# + JSONText.escaped(message) + #""}}"#
-    }
+    public var json: String { JSONWriter.error(code: code, message: message) }
 
     public var description: String { "\(status) \(code): \(message)" }
 }

@@ -39,7 +39,7 @@ public struct TaskGroupsFixture: Sendable {
 
     /// `GET /groups` of the upstream.
     public var listJSON: String {
-        #"{"result":["# + groups.map { #"{"id":""# + JSONText.escaped($0.id) + #"","name":""# + JSONText.escaped($0.name) + #""}"# }
+        #"{"result":["# + groups.map { #"{"id":"# + JSONWriter.string($0.id) + #","name":"# + JSONWriter.string($0.name) + "}" }
             .joined(separator: ",") + "]}"
     }
 
@@ -54,8 +54,8 @@ public struct TaskGroupsFixture: Sendable {
     }
 
     public func mergedJSON(of group: Group) -> String {
-        #"{"id":""# + JSONText.escaped(group.id) + #"","name":""# + JSONText.escaped(group.name)
-            + #"","taskCount":\#(group.taskCount),"lastUpdated":""# + group.lastUpdated + #""}"#
+        #"{"id":"# + JSONWriter.string(group.id) + #","name":"# + JSONWriter.string(group.name)
+            + #","taskCount":\#(group.taskCount),"lastUpdated":""# + group.lastUpdated + #""}"#
     }
 
     /// The group whose metadata `path` asks for (`/groups/<percent-encoded id>/metadata`).

@@ -1,4 +1,5 @@
 import Aggregation
+import HTTPCore
 import Testing
 
 @Suite("JSON")
@@ -18,6 +19,29 @@ struct JSONTests {
         #expect(try roundTrip(" { \"a\" : [ 1 , 2 ] } ") == #"{"a":[1,2]}"#)
         #expect(try roundTrip(#"["\u0041\n\t\"\\\/\u00e9\ud83d\ude00\u0001"]"#) == #"["A\n\t\"\\/é😀\u0001"]"#)
         #expect(try roundTrip(#"["\u2028\u2029"]"#) == #"["\u2028\u2029"]"#)
+    }
+
+    @Test("a document's strings are written by the service's one rule (JSONWriter) and parse back to the same text")
+    func oneEscapingRule() throws {
+        var texts = ["", "plain", "\u{2028}\u{2029}", "quote \" backslash \\", "\u{7F}é🚀", "\u{FFFD}"]
+        texts += (UInt8(0)..<0x20).map { String(decoding: [0x61, $0, 0x62], as: UTF8.self) }
+        for text in texts {
+            let serialized = JSON.object([(key: text, value: .string(text))]).serialized
+            var expected: [UInt8] = [UInt8(ascii: "{")]
+            JSONWriter.appendString(text, to: &expected)
+            expected.append(UInt8(ascii: ":"))
+            JSONWriter.appendString(text, to: &expected)
+            expected.append(UInt8(ascii: "}"))
+            #expect(serialized == expected, "\(Array(text.utf8))")
+            #expect(try JSON(parsing: serialized)[text] == .string(text))
+        }
+    }
+
+    @Test("an escaped lone surrogate is refused, high or low, so no document carries one")
+    func loneSurrogateEscapes() {
+        for text in [#"["\ud800"]"#, #"["\udc00"]"#, #"["\ud800x"]"#, #"["\ud800\u0041"]"#] {
+            #expect(throws: (any Error).self, "\(text)") { try JSON(parsing: Array(text.utf8)) }
+        }
     }
 
     @Test("members are found by name, the first of repeated names wins")

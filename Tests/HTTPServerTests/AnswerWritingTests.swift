@@ -1,3 +1,4 @@
+import HTTPCore
 import Foundation
 @testable import HTTPServer
 import Testing
@@ -13,7 +14,7 @@ struct AnswerWritingTests {
     func writtenAtOnce() async throws {
         let leftInBuffer = Observed<[Int]>([])
         let server = try await TestServer.start { request, _ in
-            request.respond(status: 200, json: #"{"path":""# + JSONText.escaped(request.path) + #""}"#)
+            request.respond(status: 200, json: JSONWriter.object([("path", request.path)]))
             let pending = request.connection.pendingOutputBytes
             leftInBuffer.update { $0.append(pending) }
         }

@@ -1,3 +1,4 @@
+import HTTPCore
 import Foundation
 import HTTPServer
 import Testing
@@ -31,7 +32,7 @@ struct HTTPServerTests {
     @Test("one keep-alive connection carries several requests")
     func keepAlive() async throws {
         let server = try await TestServer.start { request, _ in
-            request.respond(status: 200, json: #"{"path":""# + JSONText.escaped(request.path) + #""}"#)
+            request.respond(status: 200, json: JSONWriter.object([("path", request.path)]))
         }
         let connection = try await TestConnection(port: server.port)
         for index in 0..<5 {

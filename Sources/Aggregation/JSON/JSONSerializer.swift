@@ -1,5 +1,8 @@
+import HTTPCore
+
 /// Writes ``JSON`` as compact JSON text: no insignificant whitespace and never a raw line
-/// break, so a document fits on one server-sent-events `data:` line.
+/// break, so a document fits on one server-sent-events `data:` line. Strings are written by
+/// HTTPCore's ``JSONWriter``, the service's one escaping rule.
 extension JSON {
     /// The document as UTF-8 JSON text.
     public var serialized: [UInt8] {
@@ -32,7 +35,7 @@ extension JSON {
         case .null: output.append(contentsOf: "null".utf8)
         case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
         case .number(let text): output.append(contentsOf: text.utf8)
-        case .string(let text): JSON.writeString(text, to: &output)
+        case .string(let text): JSONWriter.appendString(text, to: &output)
         case .raw(let raw): raw.appendText(to: &output)
         case .array(let elements):
             output.append(UInt8(ascii: "["))
@@ -51,55 +54,11 @@ extension JSON {
             output.append(UInt8(ascii: "{"))
             for (index, member) in members.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
-                JSON.writeString(member.key, to: &output)
+                JSONWriter.appendString(member.key, to: &output)
                 output.append(UInt8(ascii: ":"))
                 member.value.write(to: &output)
             }
             output.append(UInt8(ascii: "}"))
         }
-    }
-
-    /// A JSON string literal: quotes, backslashes and control characters escaped; all other
-    /// text as UTF-8 (U+2028 and U+2029 escaped too, for JavaScript consumers).
-    static func writeString(_ text: String, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        var text = text
-        text.withUTF8 { bytes in
-            var runStart = 0
-            var index = 0
-            func flush(upTo end: Int) {
-                if end > runStart { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<end])) }
-            }
-            while index < bytes.count {
-                let byte = bytes[index]
-                let escape: [UInt8]?
-                switch byte {
-                case UInt8(ascii: "\""): escape = Array(#"\""#.utf8)
-                case UInt8(ascii: "\\"): escape = Array(#"\\"#.utf8)
-                case 0x0A: escape = Array(#"\n"#.utf8)
-                case 0x0D: escape = Array(#"\r"#.utf8)
-                case 0x09: escape = Array(#"\t"#.utf8)
-                case 0..<0x20:
-                    let hex = Array("0123456789abcdef".utf8)
-                    escape = Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-                case 0xE2 where index + 2 < bytes.count && bytes[index + 1] == 0x80 && (bytes[index + 2] == 0xA8 || bytes[index + 2] == 0xA9):
-                    escape = Array((bytes[index + 2] == 0xA8 ? #"\u2028"# : #"\u2029"#).utf8)
-                    flush(upTo: index)
-                    output.append(contentsOf: escape!)
-                    index += 3
-                    runStart = index
-                    continue
-                default: escape = nil
-                }
-                if let escape {
-                    flush(upTo: index)
-                    output.append(contentsOf: escape)
-                    runStart = index + 1
-                }
-                index += 1
-            }
-            flush(upTo: bytes.count)
-        }
-        output.append(UInt8(ascii: "\""))
     }
 }

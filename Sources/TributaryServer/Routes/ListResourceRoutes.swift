@@ -1,3 +1,4 @@
+import HTTPCore
 import Aggregation
 import HTTPServer
 import OpenCombine
@@ -48,7 +49,7 @@ struct ListResourceRoutes {
         router.add(.post, "/\(resource.name)/reload") { request in
             guard admin.authorize(request) else { return }
             live.reload()
-            request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#,
+            request.respond(status: 202, json: JSONWriter.object([("reloading", resource.name)]),
                             headers: [("Cache-Control", "no-store")])
         }
     }

@@ -1,3 +1,4 @@
+import HTTPCore
 import Aggregation
 import HTTPServer
 
@@ -41,7 +42,7 @@ struct PagedListRoutes {
                     listing.loop.execute { listing.hub?.activate("reload", onEveryStreamOf: name) }
                 }
             }
-            request.respond(status: 202, json: #"{"reloading":""# + JSONText.escaped(resource.name) + #""}"#,
+            request.respond(status: 202, json: JSONWriter.object([("reloading", resource.name)]),
                             headers: [("Cache-Control", "no-store")])
         }
     }

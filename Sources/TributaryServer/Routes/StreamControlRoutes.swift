@@ -1,3 +1,4 @@
+import HTTPCore
 import Aggregation
 import EventLoop
 import HTTPServer
@@ -46,7 +47,7 @@ struct StreamControlRoutes {
             let request = waiting.value
             switch outcome {
             case .success:
-                request.respond(status: 202, json: #"{"stream":""# + JSONText.escaped(text) + #"","accepted":""# + JSONText.escaped(control.name) + #""}"#,
+                request.respond(status: 202, json: JSONWriter.object([("stream", text), ("accepted", control.name)]),
                                 headers: [("Cache-Control", "no-store")])
             case .failure(let error):
                 request.respond(error)

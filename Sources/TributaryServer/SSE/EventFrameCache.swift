@@ -1,3 +1,4 @@
+import HTTPCore
 import Aggregation
 import HTTPServer
 
@@ -80,7 +81,9 @@ final class EventFrameCache {
 
     /// `{"resource":"<name>","inputs":{…},"data":<document>}`, without `inputs` when there are none.
     private func tagged(_ snapshot: Snapshot, of resource: String, answering inputs: [String: String]) -> [UInt8] {
-        var tagged = Array(#"{"resource":""#.utf8) + Array(JSONText.escaped(resource).utf8) + Array(#"","#.utf8)
+        var tagged = Array(#"{"resource":"#.utf8)
+        JSONWriter.appendString(resource, to: &tagged)
+        tagged.append(UInt8(ascii: ","))
         if !inputs.isEmpty { tagged += Array(#""inputs":"#.utf8) + EventStreamFraming.inputsObject(inputs).serialized + [UInt8(ascii: ",")] }
         return tagged + Array(#""data":"#.utf8) + snapshot.json + [UInt8(ascii: "}")]
     }
