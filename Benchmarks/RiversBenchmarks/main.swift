@@ -27,6 +27,10 @@ enum RiversBenchmarks {
         ("flat-map-sequential", { flatMapSequential(elements: 1_000, runs: 200, checksum: &$0) }),
         ("ordered-fan-out", { orderedFanOut(elements: 1_000, runs: 200, checksum: &$0) }),
         ("opencombine-flat-map", { openCombineFlatMap(elements: 1_000, runs: 200, checksum: &$0) }),
+        ("flat-map-latest", { flatMapLatest(elements: 1_000, runs: 200, checksum: &$0) }),
+        ("flat-map-latest-outputs", { flatMapLatestOutputs(updates: 200_000, checksum: &$0) }),
+        ("publish", { publish(activations: 100_000, atOnce: false, checksum: &$0) }),
+        ("publish-and-repeat", { publish(activations: 100_000, atOnce: true, checksum: &$0) }),
     ] }
 
     static func main(arguments: [String]) {
@@ -193,6 +197,79 @@ enum RiversBenchmarks {
             name: "OpenCombine flatMap(maxPublishers: 8), \(elements) Just (for comparison)",
             nanosecondsPerOperation: median / Double(elements * runs),
             unit: "element"
+        )
+    }
+
+    // MARK: Latest inner publisher
+
+    /// Every element replaces the inner publisher: the cost of one switch (cancel the old
+    /// inner, subscribe the new one, deliver its output).
+    static func flatMapLatest(elements: Int, runs: Int, checksum: inout Int) -> Result {
+        let median = measure { () -> Int in
+            var sum = 0
+            let elapsed = ContinuousClock().measure {
+                for _ in 0..<runs {
+                    let cancellable = Publishers.Sequence<[Int], Never>(sequence: Array(0..<elements))
+                        .flatMapLatest { Just($0) }
+                        .sink { sum &+= $0 }
+                    cancellable.cancel()
+                }
+            }
+            checksum &+= sum
+            return nanoseconds(elapsed)
+        }
+        return Result(
+            name: "flatMapLatest, \(elements) immediate Just",
+            nanosecondsPerOperation: median / Double(elements * runs),
+            unit: "element"
+        )
+    }
+
+    /// One inner publisher that keeps emitting: the cost of an output passing through.
+    static func flatMapLatestOutputs(updates: Int, checksum: inout Int) -> Result {
+        let median = measure { () -> Int in
+            let outer = PassthroughSubject<Void, Never>()
+            let inner = PassthroughSubject<Int, Never>()
+            var sum = 0
+            let cancellable = outer.flatMapLatest { inner }.sink { sum &+= $0 }
+            outer.send(())
+            let elapsed = ContinuousClock().measure {
+                for update in 0..<updates {
+                    inner.send(update)
+                }
+            }
+            cancellable.cancel()
+            checksum &+= sum
+            return nanoseconds(elapsed)
+        }
+        return Result(
+            name: "flatMapLatest, outputs of one running inner PassthroughSubject",
+            nanosecondsPerOperation: median / Double(updates),
+            unit: "output"
+        )
+    }
+
+    /// A reload: the signal emits, a new upstream (an immediate `Just`) replaces the old one.
+    static func publish(activations: Int, atOnce: Bool, checksum: inout Int) -> Result {
+        let median = measure { () -> Int in
+            let signal = PassthroughSubject<Void, Never>()
+            var sum = 0
+            let cancellable = atOnce
+                ? Publishers.PublishAndRepeat(onOutputFrom: signal) { Just(1) }.sink { sum &+= $0 }
+                : Publishers.Publish(onOutputFrom: signal) { Just(1) }.sink { sum &+= $0 }
+            let elapsed = ContinuousClock().measure {
+                for _ in 0..<activations {
+                    signal.send(())
+                }
+            }
+            cancellable.cancel()
+            checksum &+= sum
+            return nanoseconds(elapsed)
+        }
+        return Result(
+            name: "\(atOnce ? "PublishAndRepeat" : "Publish"), signal outputs each running a Just",
+            nanosecondsPerOperation: median / Double(activations),
+            unit: "activation"
         )
     }
 

@@ -113,21 +113,14 @@ extension Publishers {
 
 extension Publishers.FlatMapLatest {
     private final class Inner<Downstream: Subscriber>:
-        SerialEmitter<Downstream>,
+        FlatMapEmitter<Upstream, Child, Downstream>,
         Subscriber,
         SourceOwner
         where Downstream.Input == Child.Output, Downstream.Failure == Upstream.Failure
     {
-        typealias Input = Upstream.Output
-        typealias Failure = Upstream.Failure
         /// An inner publisher is known by its generation.
         typealias SourceKey = Int
-        typealias SourceOutput = Child.Output
-        typealias SourceFailure = Child.Failure
 
-        private let transform: (Upstream.Output) -> Child
-
-        private var upstreamState = UpstreamState.awaitingSubscription
         /// Identifies the current inner publisher; events of replaced ones are ignored.
         private var generation = 0
         /// True from an element's arrival until its inner publisher completes.
@@ -139,26 +132,19 @@ extension Publishers.FlatMapLatest {
         private var queue = Queue<Child.Output>()
 
         init(downstream: Downstream, transform: @escaping (Upstream.Output) -> Child) {
-            self.transform = transform
-            super.init(downstream: downstream, description: "FlatMapLatest")
+            super.init(
+                downstream: downstream,
+                upstreamDemand: .unlimited,
+                transform: transform,
+                description: "FlatMapLatest"
+            )
         }
 
         // MARK: Upstream
 
-        func receive(subscription: any Subscription) {
-            lock.lock()
-            let isAccepted = !isTerminal && upstreamState.accept(subscription)
-            lock.unlock()
-            if isAccepted {
-                subscription.request(.unlimited)
-            } else {
-                subscription.cancel()
-            }
-        }
-
         func receive(_ input: Upstream.Output) -> Subscribers.Demand {
             lock.lock()
-            guard !isTerminal, !isCompleting, case .subscribed = upstreamState else {
+            guard acceptsElements else {
                 lock.unlock()
                 return .none
             }
@@ -174,22 +160,8 @@ extension Publishers.FlatMapLatest {
             return .none
         }
 
-        func receive(completion: Subscribers.Completion<Failure>) {
-            lock.lock()
-            guard !isTerminal, !isCompleting, case .subscribed = upstreamState else {
-                lock.unlock()
-                return
-            }
-            upstreamState = .completed
-            switch completion {
-            case .finished:
-                if !hasCurrentChild {
-                    complete(with: .finished)
-                }
-            case .failure:
-                complete(with: completion)
-            }
-            drain()
+        override var hasInnerPublishers: Bool {
+            hasCurrentChild
         }
 
         // MARK: Inner publishers
@@ -230,7 +202,7 @@ extension Publishers.FlatMapLatest {
             childSubscription = nil
             switch completion {
             case .finished:
-                if case .completed = upstreamState {
+                if isUpstreamFinished {
                     complete(with: .finished)
                 }
             case .failure:
@@ -248,11 +220,11 @@ extension Publishers.FlatMapLatest {
                 deliver(queue.removeFirst())
                 return true
             }
-            guard let child = childSubscription, let more = demandToRequest() else { return false }
+            // The demand first: most steps end here, before copying the subscription.
+            guard let more = demandToRequest(requested: childDemand, buffered: queue.count),
+                  let child = childSubscription else { return false }
             childDemand += more
-            lock.unlock()
-            child.request(more)
-            lock.lock()
+            request(more, from: child)
             return true
         }
 
@@ -261,26 +233,12 @@ extension Publishers.FlatMapLatest {
         }
 
         override func takeSources() -> [any Cancellable] {
-            var sources: [any Cancellable] = upstreamState.takeForCancelling().map { [$0] } ?? []
+            var sources = super.takeSources()
             if let child = childSubscription.take() {
                 sources.append(child)
             }
             queue.removeAll()
             return sources
-        }
-
-        // MARK: Private
-
-        /// What the current inner publisher must be asked for so that, with what it was asked
-        /// for and what waits in the queue, downstream's demand is covered; `nil` if nothing.
-        ///
-        /// - Precondition: `lock` is held.
-        private func demandToRequest() -> Subscribers.Demand? {
-            if demand == .unlimited {
-                return childDemand == .unlimited ? nil : .unlimited
-            }
-            let covered = childDemand + queue.count
-            return demand > covered ? demand - covered : nil
         }
     }
 }

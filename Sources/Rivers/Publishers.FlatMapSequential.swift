@@ -183,17 +183,13 @@ extension Publishers {
 
 extension Publishers.FlatMapSequential {
     private final class Inner<Downstream: Subscriber>:
-        SerialEmitter<Downstream>,
+        FlatMapEmitter<Upstream, Child, Downstream>,
         Subscriber,
         SourceOwner
         where Downstream.Input == Child.Output, Downstream.Failure == Upstream.Failure
     {
-        typealias Input = Upstream.Output
-        typealias Failure = Upstream.Failure
         /// An inner publisher is known by its record.
         typealias SourceKey = Record
-        typealias SourceOutput = Child.Output
-        typealias SourceFailure = Child.Failure
 
         /// One element's inner publisher, from its creation until its last output is delivered.
         /// All fields are guarded by the owning `Inner`'s lock.
@@ -217,13 +213,11 @@ extension Publishers.FlatMapSequential {
         }
 
         private let maxPublishers: Subscribers.Demand
-        private let transform: (Upstream.Output) -> Child
         /// The `.replace` policy's closure.
         private let makeFallback: ((Upstream.Output, Child.Failure) -> Child.Output)?
         /// Whether an inner failure fails the output (`.fail`).
         private let failsOnInnerFailure: Bool
 
-        private var upstreamState = UpstreamState.awaitingSubscription
         /// Records in element order; the first one is the only one that may deliver.
         private var records = Queue<Record>()
         /// Records whose inner publisher has not completed.
@@ -240,7 +234,6 @@ extension Publishers.FlatMapSequential {
             transform: @escaping (Upstream.Output) -> Child
         ) {
             self.maxPublishers = maxPublishers
-            self.transform = transform
             switch failurePolicy {
             case .fail:
                 makeFallback = nil
@@ -252,25 +245,19 @@ extension Publishers.FlatMapSequential {
                 makeFallback = nil
                 failsOnInnerFailure = false
             }
-            super.init(downstream: downstream, description: "FlatMapSequential")
+            super.init(
+                downstream: downstream,
+                upstreamDemand: maxPublishers,
+                transform: transform,
+                description: "FlatMapSequential"
+            )
         }
 
         // MARK: Upstream
 
-        func receive(subscription: any Subscription) {
-            lock.lock()
-            let isAccepted = !isTerminal && upstreamState.accept(subscription)
-            lock.unlock()
-            if isAccepted {
-                subscription.request(maxPublishers)
-            } else {
-                subscription.cancel()
-            }
-        }
-
         func receive(_ input: Upstream.Output) -> Subscribers.Demand {
             lock.lock()
-            guard !isTerminal, !isCompleting, case .subscribed = upstreamState else {
+            guard acceptsElements else {
                 lock.unlock()
                 return .none
             }
@@ -294,22 +281,8 @@ extension Publishers.FlatMapSequential {
             return owed
         }
 
-        func receive(completion: Subscribers.Completion<Failure>) {
-            lock.lock()
-            guard !isTerminal, !isCompleting, case .subscribed = upstreamState else {
-                lock.unlock()
-                return
-            }
-            upstreamState = .completed
-            switch completion {
-            case .finished:
-                if records.isEmpty {
-                    complete(with: .finished)
-                }
-            case .failure:
-                complete(with: completion)
-            }
-            drain()
+        override var hasInnerPublishers: Bool {
+            !records.isEmpty
         }
 
         // MARK: Inner publishers
@@ -378,7 +351,7 @@ extension Publishers.FlatMapSequential {
             record.subscription = nil
             runningCount -= 1
             var upstreamToRequest: (any Subscription)?
-            if maxPublishers != .unlimited, case let .subscribed(upstream) = upstreamState {
+            if maxPublishers != .unlimited, let upstream = upstreamSubscription {
                 if isReceivingElement {
                     owedUpstreamDemand += 1
                 } else {
@@ -403,23 +376,21 @@ extension Publishers.FlatMapSequential {
             if head.isCompleted {
                 guard head.buffer.isEmpty else { return false }
                 _ = records.removeFirst()
-                if records.isEmpty, case .completed = upstreamState {
+                if records.isEmpty, isUpstreamFinished {
                     complete(with: .finished)
                 }
                 return true
             }
             guard head.isBackPressured,
-                  let subscription = head.subscription,
-                  let more = demandToRequest(from: head) else { return false }
+                  let more = demandToRequest(from: head),
+                  let subscription = head.subscription else { return false }
             head.demand += more
-            lock.unlock()
-            subscription.request(more)
-            lock.lock()
+            request(more, from: subscription)
             return true
         }
 
         override func takeSources() -> [any Cancellable] {
-            var sources: [any Cancellable] = upstreamState.takeForCancelling().map { [$0] } ?? []
+            var sources = super.takeSources()
             for record in records.takeAll() {
                 if let subscription = record.subscription.take() {
                     sources.append(subscription)
@@ -430,17 +401,13 @@ extension Publishers.FlatMapSequential {
 
         // MARK: Private
 
-        /// What the oldest record, back-pressured, must be asked for so that, with what it was
-        /// asked for and what it has buffered, downstream's demand is covered; `nil` if nothing.
-        /// (A record that is not the oldest yet is asked for nothing: older outputs go first.)
+        /// What the oldest record, back-pressured, must be asked for so that downstream's demand
+        /// is covered; `nil` if nothing. (A record that is not the oldest yet is asked for
+        /// nothing: older outputs go first.)
         ///
         /// - Precondition: `lock` is held.
         private func demandToRequest(from record: Record) -> Subscribers.Demand? {
-            if demand == .unlimited {
-                return record.demand == .unlimited ? nil : .unlimited
-            }
-            let covered = record.demand + record.buffer.count
-            return demand > covered ? demand - covered : nil
+            demandToRequest(requested: record.demand, buffered: record.buffer.count)
         }
     }
 }
