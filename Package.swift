@@ -133,6 +133,13 @@ let package = Package(
             path: "Benchmarks/RiversBenchmarks",
             swiftSettings: strictSettings
         ),
+        /// One workload of Rivers' operators, run once, for callgrind (Benchmarks/budgets.py).
+        .executableTarget(
+            name: "RiversCounts",
+            dependencies: ["Rivers", .product(name: "OpenCombine", package: "OpenCombine")],
+            path: "Benchmarks/RiversCounts",
+            swiftSettings: strictSettings
+        ),
 
         // MARK: - Test support and tests
 
