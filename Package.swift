@@ -9,8 +9,8 @@ let strictSettings: [SwiftSetting] = [
 
 /// The service's own modules: release builds leave out the runtime exclusivity checks.
 /// Every access to a class's stored `var` (connections, pools, subscriptions) was checked
-/// at run time, through a thread-local access set: ~30,000 instructions, 5% of an N=10
-/// `/groups` request (`Benchmarks/groups-cpu.sh callgrind 10`). Debug builds keep the checks,
+/// at run time, through a thread-local access set, many times in every request
+/// (`Benchmarks/groups-cpu.sh callgrind 10` shows them). Debug builds keep the checks,
 /// and every test (the AddressSanitizer pass included) runs on a debug build. Rivers, a
 /// library of its own, keeps them. The cost: SwiftPM refuses unsafe flags in a dependency
 /// taken by version, so another package can use the EventLoop, HTTPServer, UpstreamClient
@@ -152,6 +152,13 @@ let package = Package(
             name: "RiversBenchmarks",
             dependencies: ["Rivers", .product(name: "OpenCombine", package: "OpenCombine")],
             path: "Benchmarks/RiversBenchmarks",
+            swiftSettings: strictSettings
+        ),
+        /// One workload of Rivers' operators, run once, for callgrind (Benchmarks/budgets.py).
+        .executableTarget(
+            name: "RiversCounts",
+            dependencies: ["Rivers", .product(name: "OpenCombine", package: "OpenCombine")],
+            path: "Benchmarks/RiversCounts",
             swiftSettings: strictSettings
         ),
 

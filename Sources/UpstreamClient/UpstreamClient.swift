@@ -142,7 +142,7 @@ public final class UpstreamClient {
     /// lies: a copy of the origin cost a retain and a release of each of its two strings.
     private func pool(for request: borrowing UpstreamRequest) -> ConnectionPool {
         // Calls come in runs to one origin (a list's detail calls): the last pool answers
-        // them without hashing the origin's host name (~600 instructions a call).
+        // them without hashing the origin's host name.
         if let lastPool, lastPool.origin == request.base.origin { return lastPool }
         let pool = lookUpPool(for: request.base.origin)
         lastPool = pool

@@ -46,7 +46,7 @@ extension JSON {
 
     /// The document when it is one canonical object from its first byte (whitespace after it
     /// allowed), kept as its text, as the parser would keep it, without setting up a parser: an
-    /// upstream's detail answer mostly is (~100 instructions less a document). Otherwise nil,
+    /// upstream's detail answer mostly is. Otherwise nil,
     /// and `failedAt` set past the byte where the scan failed, as the parser sets its
     /// ``JSONParser/scansObjectsFrom`` after a failed scan (so the object is then parsed in
     /// full, not scanned twice); left as it is when the scan succeeded (text after the object:

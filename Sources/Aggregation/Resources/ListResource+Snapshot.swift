@@ -165,8 +165,8 @@ private final class ListFanOut: Cancellable {
 }
 
 /// One item's detail fetch: the item merged with its details (its `read`), reported to the
-/// fan-out. One object per item, the fetch itself: a subscriber of a fetch publisher, its
-/// subscription and closures for both ends cost ~1,000 instructions more per item.
+/// fan-out. One object per item, the fetch itself, rather than a subscriber of a fetch
+/// publisher, its subscription and closures for both ends for every item.
 private final class DetailFetch: JSONFetch<JSON?> {
     /// Strong, as the fan-out holds the fetch: the two let go of each other when it ends.
     private let fanOut: ListFanOut

@@ -141,7 +141,7 @@ private let acceptingJSON = [("Accept", "application/json")]
 /// What the parsed body becomes (``read(_:)``) and where the one result goes (``deliver(_:)``)
 /// are a subclass's: ``FetchSubscription`` passes it to a subscriber; the list fan-out's
 /// per-item fetch merges the item and reports to the fan-out, as one object per item, without
-/// a subscriber, a subscription and a `read` closure besides (~1,000 instructions per call).
+/// a subscriber, a subscription and a `read` closure besides.
 class JSONFetch<Value> {
     let upstream: Upstream
     let path: String
