@@ -359,6 +359,26 @@ struct PagedListResourceTests {
         await upstream.shutdown()
     }
 
+    @Test("a page path with a query of its own keeps it: the cursor follows it after &")
+    func pagePathWithQuery() async throws {
+        let upstream = try await ScriptedUpstream.start { request in
+            if request.path == "/topics" { return .json(#"{"result":[{"id":"a"}]}"#) }
+            return request.query["cursor"] == nil ? .json(#"{"result":["a1"],"next":"c2"}"#) : .json(#"{"result":["a2"],"next":null}"#)
+        }
+        var definition = Self.definition()
+        definition.pagePath = PathTemplate("/topics/{id}/medias?size=1")!
+        let harness = try await Harness()
+        let subscription = try await harness.start(.rows, definition, upstream: upstream.baseURL)
+        #expect(await harness.published(#"[{"topic":{"id":"a"},"medias":["a1"]}]"#))
+        try await harness.loadMore("a")
+        #expect(await harness.published(#"[{"topic":{"id":"a"},"medias":["a1","a2"]}]"#))
+        #expect(upstream.requests.map(\.uri) == ["/topics", "/topics/a/medias?size=1", "/topics/a/medias?size=1&cursor=c2"])
+        #expect(upstream.requests.last?.query == ["size": "1", "cursor": "c2"])
+        try await harness.cancel(subscription)
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
     @Test("a page whose cursor is null, missing or not a string or number is the last: the rows finish once every row has its last page")
     func lastPagesFinishTheRows() async throws {
         let nexts = ["a": #","next":null"#, "b": "", "c": #","next":{"cursor":"x"}"#, "d": #","next":true"#]
