@@ -218,12 +218,20 @@ struct YAMLSectionTests {
               tasks: {url: a}
               media: {url: b}
               42: {url: c}
+              "7": {url: d}
               search: {}
             """, at: "upstreams")
         let entries = try upstreams.namedSections()
-        #expect(entries.map(\.name) == ["tasks", "media", "42", "search"])
-        #expect(entries.map(\.section.path) == ["upstreams.tasks", "upstreams.media", "upstreams.42", "upstreams.search"])
-        #expect(try entries.map { try $0.section.string("url") } == ["a", "b", "c", nil])
+        #expect(entries.map(\.name) == ["tasks", "media", "42", "7", "search"])
+        #expect(entries.map(\.section.path) == ["upstreams.tasks", "upstreams.media", "upstreams.42", "upstreams.7", "upstreams.search"])
+        #expect(try entries.map { try $0.section.string("url") } == ["a", "b", "c", "d", nil])
+    }
+
+    @Test("namedSections refuses two entries of one name, which YAML tells apart by quotes, naming it")
+    func namedSectionsNamedOnce() throws {
+        let upstreams = try Self.section(#"upstreams: {42: {url: a}, "42": {url: b}}"#, at: "upstreams")
+        #expect(Self.problem { () throws(ConfigurationError) in try upstreams.namedSections() }
+            == ConfigurationError("t.yaml: upstreams.42", "named twice"))
     }
 
     @Test("namedSections fails on an entry that is not a mapping, naming it")
