@@ -210,7 +210,7 @@ let package = Package(
         .testTarget(
             name: "AggregationTests",
             dependencies: [
-                "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "TributaryTesting",
+                "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "Rivers", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings

@@ -126,7 +126,10 @@ public struct PagedListResource {
                                              message: "an item of \(definition.listPath) has no usable `\(definition.idMember)`"))
                 .eraseToAnyPublisher()
         }
-        let path = cursor.map { base + "?" + definition.cursorParameter + "=" + QueryString.percentEncoded($0) } ?? base
+        // The template may hold a query of its own (`/topics/{id}/medias?size=20`): the cursor
+        // then follows it. The id, percent-encoded, holds no `?`.
+        let separator = base.contains("?") ? "&" : "?"
+        let path = cursor.map { base + separator + definition.cursorParameter + "=" + QueryString.percentEncoded($0) } ?? base
         return upstream.json(path, trace: trace) { document in
             guard let items = definition.pageItemsAt.value(in: document)?.arrayValue else {
                 let found = definition.pageItemsAt.value(in: document)?.kindDescription ?? "nothing"
