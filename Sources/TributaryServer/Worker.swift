@@ -71,7 +71,7 @@ public final class Worker {
         connectionBudgets = firstWorkerShares?.connectionBudgets ?? ConnectionBudgets()
         client = UpstreamClient(loop: loop, configuration: .init(connectionBudgets: connectionBudgets))
         self.directory = directory
-        staleSnapshots = firstWorkerShares?.staleSnapshots ?? StaleSnapshots()
+        staleSnapshots = firstWorkerShares?.staleSnapshots ?? StaleSnapshots(budget: configuration.server.staleIfErrorBytes)
         var clusterLink = firstWorkerShares?.cluster
         if firstWorkerShares == nil, let settings = configuration.cluster {
             let agent = ClusterAgent(settings: settings, loop: loop, directory: directory, logger: logger)
@@ -162,6 +162,7 @@ public final class Worker {
         self.firstWorkerShares = firstWorkerShares
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         admin.token = configuration.server.adminToken
+        if firstWorkerShares == nil { staleSnapshots.budget = configuration.server.staleIfErrorBytes }
         registerRoutes()
     }
 
