@@ -80,6 +80,23 @@ struct JSONWorkingMemoryTests {
         #expect(kept["a"] == .object([]), "one member is read alone, within the limit")
     }
 
+    @Test("near the limit: whatever a full parse accepts, its kept text reads back whole, member by member and at once")
+    func keptReadsNeverNeedMore() throws {
+        // The floor (64 KiB) is what such small texts get: [[1],…] crosses it at ~400 items.
+        var accepted = 0
+        for count in stride(from: 100, through: 700, by: 20) {
+            let inner = Array(repeating: "[1]", count: count).joined(separator: ",")
+            let text = Array(#"{"a":[\#(inner)],"b":{"c":[\#(inner)]}}"#.utf8)
+            guard let document = try? JSON(parsing: text) else { continue }
+            accepted += 1
+            let kept = try JSON(parsing: text, keepingObjectText: true)
+            #expect(kept == document, "\(count)")
+            #expect(kept["a"] == document["a"], "\(count)")
+            #expect(kept["b"]?["c"] == document["b"]?["c"], "\(count)")
+        }
+        #expect(accepted > 0 && accepted < 31, "the sizes straddle the limit: \(accepted) of 31 accepted")
+    }
+
     @Test("documents of ordinary shapes parse: pretty-printed objects, numbers, a list of objects kept as text")
     func ordinaryShapes() throws {
         // Pretty-printed objects (nothing kept as text: parsed in full), with strings, numbers,
