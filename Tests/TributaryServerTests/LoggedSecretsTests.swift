@@ -6,7 +6,7 @@ import TributaryTesting
 /// names a stream by the first 8 digits of its id and never holds either whole.
 @Suite("Secrets stay out of the log")
 struct LoggedSecretsTests {
-    @Test("a stream steered by its id is logged by the id's first 8 digits and never whole; its error answers shorten it too")
+    @Test("a stream steered by its id is logged by the id's first 8 digits and never whole, labels no metric; its error answers shorten it too")
     func streamIDs() async throws {
         let fixture = TaskGroupsFixture(count: 1)
         let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0)! }
@@ -36,6 +36,9 @@ struct LoggedSecretsTests {
         #expect(await service.output.wait(timeout: .seconds(10)) { log in lines.allSatisfy(log.contains) }, "\(service.output.value)")
         #expect(!service.output.value.contains(id))
         #expect(!service.output.value.contains(unknownStream))
+        let metrics = try await TestHTTP.get(port: service.port, "/metrics").text
+        #expect(metrics.contains(#"route="/streams/{id}/triggers/{name}""#), "the route's pattern labels the series")
+        #expect(!metrics.contains(id), "the id labels nothing")
         await upstream.shutdown()
     }
 
