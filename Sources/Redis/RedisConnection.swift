@@ -68,7 +68,7 @@ final class RedisConnection {
     var isClosed: Bool { onEvent == nil }
 
     /// Slots of the waiting line, answered calls not compacted yet included: what the line
-    /// costs in memory (at most twice the calls waiting, or 32).
+    /// costs in memory (at most twice the calls waiting, or 16 more than them).
     var waitingSlots: Int { waiting.count }
 
     /// Sends `call`'s command; the call completes with the reply. A closed connection, or one

@@ -25,9 +25,6 @@ final class StaleSnapshots: Sendable {
         let fetchedAt: ContinuousClock.Instant
     }
 
-    /// `server.staleIfErrorBytes`' default.
-    static let defaultBudget = 64 * 1024 * 1024
-
     /// What one kept document costs beyond its JSON and URL bytes: its dictionary slot (key,
     /// snapshot, time) with the table's slack, its place in the eviction order, the headers
     /// of its heap objects and its version's text. Measured: 300,000 documents of 2 bytes
@@ -61,7 +58,8 @@ final class StaleSnapshots: Sendable {
 
     private let store: Mutex<Store>
 
-    init(budget: Int = defaultBudget) {
+    /// A store of at most `budget` bytes (`server.staleIfErrorBytes`).
+    init(budget: Int) {
         store = Mutex(Store(budget: budget))
     }
 
