@@ -128,6 +128,10 @@ public final class ServerRequest {
     /// is closed.
     public var peer: (host: String, port: UInt16)? { connection.peer }
 
+    /// Whether the client connected from this host's loopback (``LoopbackAddress``); false
+    /// once the connection is closed.
+    public var isFromLoopback: Bool { peer.map { LoopbackAddress.contains($0.host) } ?? false }
+
     // MARK: - Answering
 
     /// Answers the request with a complete response. Ignored unless the request is open.

@@ -73,7 +73,7 @@ public final class Worker {
         connectionBudgets = firstWorkerShares?.connectionBudgets ?? ConnectionBudgets()
         client = UpstreamClient(loop: loop, configuration: .init(connectionBudgets: connectionBudgets))
         self.directory = directory
-        staleSnapshots = firstWorkerShares?.staleSnapshots ?? StaleSnapshots()
+        staleSnapshots = firstWorkerShares?.staleSnapshots ?? StaleSnapshots(budget: configuration.server.staleIfErrorBytes)
         var clusterLink = firstWorkerShares?.cluster
         if firstWorkerShares == nil, let settings = configuration.cluster {
             let agent = ClusterAgent(settings: settings, loop: loop, directory: directory, logger: logger)
@@ -164,6 +164,7 @@ public final class Worker {
         self.firstWorkerShares = firstWorkerShares
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         admin.token = configuration.server.adminToken
+        if firstWorkerShares == nil { staleSnapshots.budget = configuration.server.staleIfErrorBytes }
         registerRoutes()
     }
 
@@ -243,9 +244,11 @@ public final class Worker {
 
     /// Makes an ``Upstream`` for each upstream new or changed in ``configuration`` (a
     /// `poolSize` or `maxQueue` alone changes the pool, not the upstream), with its circuit
-    /// breaker (the first worker's new one, the one an unchanged upstream had), and sets the
-    /// connection pool limits of every origin.
+    /// breaker (the first worker's new one, the one an unchanged upstream had), sets the
+    /// connection pool limits of every origin, and retires the pools of origins no upstream
+    /// names any more (their connections close).
     private func updateUpstreams() {
+        client.retirePools(keeping: Set(configuration.upstreams.values.map(\.url.origin)))
         for (origin, limit) in configuration.poolLimits {
             guard let url = configuration.upstreams.values.first(where: { $0.url.origin == origin })?.url else { continue }
             client.setPoolLimits(capacity: limit.capacity, maxQueue: limit.maxQueue, for: url)

@@ -101,6 +101,8 @@ struct ConfigurationTests {
         ("server:\n  lisen: 1.2.3.4:5\n", "t.yaml: server.lisen: unknown key"),
         ("server:\n  listen: nowhere\n", "t.yaml: server.listen: expected HOST:PORT, found \"nowhere\""),
         ("server:\n  logLevel: loud\n", "t.yaml: server.logLevel: expected one of"),
+        ("server:\n  staleIfErrorBytes: 64MiB\n", "t.yaml: server.staleIfErrorBytes: expected a whole number ≥ 0, found \"64MiB\""),
+        ("server:\n  staleIfErrorBytes: -1\n", "t.yaml: server.staleIfErrorBytes: expected a whole number ≥ 0, found \"-1\""),
         ("resources:\n  groups:\n    kind: list\n    upstream: nope\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.groups.upstream: no upstream named nope"),
         ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: /g/x}\n", "t.yaml: resources.groups.details.path: expected a path starting with / holding {id} once"),
         ("resources:\n  groups:\n    kind: tree\n", "t.yaml: resources.groups.kind: unknown resource kind \"tree\""),
@@ -226,6 +228,16 @@ struct ConfigurationReloadRulesTests {
         #expect(applied.sse == running.sse)
         #expect(applied.server.adminToken == "secret")
         #expect(applied.restartOnlyChanges(from: running).isEmpty)
+    }
+
+    @Test("server.staleIfErrorBytes is 64 MiB unless set, and a reload applies it")
+    func staleIfErrorBytes() throws {
+        let running = try Self.load(Self.yaml())
+        #expect(running.server.staleIfErrorBytes == 64 * 1024 * 1024)
+        let loaded = try Self.load(Self.yaml().replacingOccurrences(of: "workers: 1,", with: "workers: 1, staleIfErrorBytes: 1000000,"))
+        #expect(loaded.server.staleIfErrorBytes == 1_000_000)
+        #expect(loaded.restartOnlyChanges(from: running).isEmpty)
+        #expect(loaded.keepingRestartOnlySettings(of: running).server.staleIfErrorBytes == 1_000_000)
     }
 
     @Test("a resource's definition covers its settings and its upstream's calls, not the upstream's pool limits")

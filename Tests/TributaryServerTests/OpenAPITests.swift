@@ -84,6 +84,8 @@ struct OpenAPITests {
         #expect(Self.codes(trigger, "503") == ["too_many_connections"], "no cluster configured: no cluster_unavailable")
         #expect(Self.at(document, "components", "securitySchemes") == nil, "no admin token configured")
         #expect(Self.at(paths, "/teams/reload", "post", "responses", "401") == nil)
+        #expect(Self.codes(try #require(paths["/teams/reload"]?["post"] as? [String: Any]), "403") == ["forbidden"],
+                "without a token, only loopback clients may reload")
     }
 
     @Test("with an admin token, the reload endpoints state the scheme and their 401")
@@ -95,6 +97,7 @@ struct OpenAPITests {
         #expect(reload["security"] as? [[String: [String]]] == [["adminToken": []]])
         #expect(Self.codes(reload, "401") == ["unauthorized"])
         #expect(Self.at(reload, "responses", "401", "headers", "WWW-Authenticate", "required") as? Bool == true)
+        #expect(Self.at(reload, "responses", "403") == nil, "with a token, any client that has it may reload")
         #expect(Self.at(document, "paths", "/groups", "get", "security") == nil, "reading needs no token")
     }
 

@@ -41,11 +41,13 @@ final class ServiceHarness: Sendable {
     /// What this worker shares as a process's first (pass it to another worker).
     let shares: Worker.Shares?
 
-    /// A worker from `yaml` on a free port; with `shares`, it bridges to another worker's
-    /// live pipelines, as the workers of one process do.
-    init(yaml: String, shares firstWorkerShares: Worker.Shares? = nil, directory: StreamDirectory = StreamDirectory()) async throws {
+    /// A worker from `yaml` on a free port of `host` (a loopback address); with `shares`, it
+    /// bridges to another worker's live pipelines, as the workers of one process do.
+    init(
+        yaml: String, host: String = "127.0.0.1", shares firstWorkerShares: Worker.Shares? = nil, directory: StreamDirectory = StreamDirectory()
+    ) async throws {
         var configuration = try Configuration.load(yaml: yaml, file: "test.yaml")
-        configuration.server.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        configuration.server.listen = ListenAddress(host: host, port: 0)
         let thread = try LoopThread()
         let (port, worker, owned) = try await thread.run { [configuration] loop in
             var logger = Logger(label: "test")

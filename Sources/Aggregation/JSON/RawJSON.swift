@@ -70,6 +70,10 @@ public struct RawJSON: Sendable {
         return output
     }
 
+    /// The members: those the parser built, or read from the text now, which then costs what
+    /// a parse of them costs, within the same working-memory limit
+    /// (``JSONParser/workingMemoryLimit(forInputBytes:)``, of ``source``'s size): none when
+    /// they need more.
     public var members: [(key: String, value: JSON)] {
         if let parsedMembers { return parsedMembers }
         return source.withUnsafeBufferPointer { buffer in

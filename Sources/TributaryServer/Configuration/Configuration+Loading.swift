@@ -45,7 +45,7 @@ extension Configuration {
         if let section = try root.section("server") {
             try section.allowOnly([
                 "listen", "workers", "logLevel", "requestTimeout", "maxHeaderBytes", "maxBodyBytes", "maxConnections",
-                "shutdownTimeout", "adminToken", "corsOrigins",
+                "shutdownTimeout", "adminToken", "corsOrigins", "staleIfErrorBytes",
             ])
             if let text = try section.string("listen") {
                 guard let address = ListenAddress(text) else {
@@ -64,6 +64,7 @@ extension Configuration {
             server.shutdownTimeout = try section.duration("shutdownTimeout") ?? server.shutdownTimeout
             server.adminToken = try section.string("adminToken").flatMap { $0.isEmpty ? nil : $0 }
             server.corsOrigins = try section.strings("corsOrigins") ?? server.corsOrigins
+            server.staleIfErrorBytes = try section.integer("staleIfErrorBytes", atLeast: 0) ?? server.staleIfErrorBytes
         }
         if let section = try root.section("sse") {
             try section.allowOnly(["heartbeat", "retry", "sendBuffer", "maxSubscribers"])

@@ -26,13 +26,15 @@ extension Configuration {
     }
 
     /// `self` with the restart-only settings of `running`: what a reload applies. Everything
-    /// else (`upstreams`, `resources`, `server.adminToken`, `server.corsOrigins`) is `self`'s.
+    /// else (`upstreams`, `resources`, `server.adminToken`, `server.corsOrigins`,
+    /// `server.staleIfErrorBytes`) is `self`'s.
     public func keepingRestartOnlySettings(of running: Configuration) -> Configuration {
         var applied = self
-        let (adminToken, corsOrigins) = (server.adminToken, server.corsOrigins)
+        let (adminToken, corsOrigins, staleIfErrorBytes) = (server.adminToken, server.corsOrigins, server.staleIfErrorBytes)
         applied.server = running.server
         applied.server.adminToken = adminToken
         applied.server.corsOrigins = corsOrigins
+        applied.server.staleIfErrorBytes = staleIfErrorBytes
         applied.sse = running.sse
         applied.cluster = running.cluster
         applied.clusterWithoutRedis = nil

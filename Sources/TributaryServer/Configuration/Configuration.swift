@@ -59,6 +59,9 @@ public struct Configuration: Sendable {
         /// `corsOrigins`, `TRIBUTARY_CORS_ORIGINS` (comma-separated): origins whose pages may
         /// call the service (`*`: any).
         public var corsOrigins: [String] = []
+        /// `staleIfErrorBytes`: what the whole process may keep of last good documents for
+        /// `staleIfError`; beyond it, those fetched longest ago are dropped.
+        public var staleIfErrorBytes = 64 * 1024 * 1024
 
         public init() {}
 

@@ -117,6 +117,8 @@ extension OpenAPIDocument {
         if configuration.server.adminToken != nil {
             errors.append(OpenAPI.ErrorCase(status: 401, code: "unauthorized", when: "no `Authorization: Bearer <admin token>`, or another token"))
             security.append(Self.adminScheme)
+        } else {
+            errors.append(OpenAPI.ErrorCase(status: 403, code: "forbidden", when: "a client not on the service's own host (loopback): without an admin token, only those may reload"))
         }
         return OpenAPI.Operation(
             method: "post", id: "reload_\(name)", tag: .resources, summary: "Reload `/\(name)` for everyone", description: what,

@@ -120,7 +120,7 @@ final class EventStreamHub {
     /// of an HTTP answer (this worker holds the stream; see ``StreamDirectory``).
     func control(_ id: StreamID, _ control: StreamControl) -> Result<Void, HTTPError> {
         guard let view = feeds[id]?.view else {
-            return .failure(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id)"))
+            return .failure(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id.redacted)"))
         }
         do {
             try control.apply(to: view)
@@ -130,10 +130,10 @@ final class EventStreamHub {
             switch error {
             case .unknownTrigger(let trigger):
                 return .failure(HTTPError(status: 404, code: "unknown_trigger",
-                                          message: "stream \(id) has no trigger \(trigger) (it has: \(listed(view.triggers)))"))
+                                          message: "stream \(id.redacted) has no trigger \(trigger) (it has: \(listed(view.triggers)))"))
             case .unknownInput(let input):
                 return .failure(HTTPError(status: 404, code: "unknown_input",
-                                          message: "stream \(id) has no input \(input) (it has: \(listed(view.inputs)))"))
+                                          message: "stream \(id.redacted) has no input \(input) (it has: \(listed(view.inputs)))"))
             case .invalidArgument(let problem):
                 return .failure(.badRequest(problem))
             }
