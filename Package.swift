@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // MARK: - libevent: the loop, the HTTP server, the upstream client
@@ -128,6 +129,7 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // config/tributary.yaml, through a symbolic link, compiled in (ShippedConfiguration).
             resources: [.embedInCode("Configuration/shipped.yaml")],

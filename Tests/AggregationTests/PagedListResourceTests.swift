@@ -11,7 +11,7 @@ import UpstreamClient
 struct PagedListResourceTests {
     static func definition(concurrency: Int = 8) -> PagedListResource.Definition {
         PagedListResource.Definition(
-            listPath: "/topics", itemsAt: JSONPath("result"), idMember: "id", pagePath: PathTemplate("/topics/{id}/medias")!,
+            listPath: "/topics", itemsAt: JSONPath("result"), idMember: "id", pagePath: "/topics/{id}/medias",
             pageItemsAt: JSONPath("result"), cursorAt: JSONPath("next"), cursorParameter: "cursor",
             rowItemKey: "topic", rowPagesKey: "medias", concurrency: concurrency)
     }
@@ -266,7 +266,7 @@ struct PagedListResourceTests {
         ]
         for (name, code, message) in expectations {
             var definition = Self.definition()
-            definition.listPath = "/topics?case=\(name)"
+            definition.listPath = UpstreamPath("/topics?case=\(name)")!
             let harness = try await Harness()
             let subscription = try await harness.start(answer, definition, upstream: upstream.baseURL)
             #expect(await harness.ending.wait(timeout: .seconds(10)) { $0 != nil })
@@ -366,7 +366,7 @@ struct PagedListResourceTests {
             return request.query["cursor"] == nil ? .json(#"{"result":["a1"],"next":"c2"}"#) : .json(#"{"result":["a2"],"next":null}"#)
         }
         var definition = Self.definition()
-        definition.pagePath = PathTemplate("/topics/{id}/medias?size=1")!
+        definition.pagePath = "/topics/{id}/medias?size=1"
         let harness = try await Harness()
         let subscription = try await harness.start(.rows, definition, upstream: upstream.baseURL)
         #expect(await harness.published(#"[{"topic":{"id":"a"},"medias":["a1"]}]"#))

@@ -9,7 +9,7 @@ import UpstreamClient
 @Suite("Search resource: a query passed to an upstream search, its items answered unchanged")
 struct SearchResourceTests {
     static func definition(path: String = "/search/repositories", itemsAt: String = "items", minimumLength: Int = 3) -> SearchResource.Definition {
-        SearchResource.Definition(path: path, parameter: "q", itemsAt: JSONPath(itemsAt), minimumLength: minimumLength, debounce: .milliseconds(300))
+        SearchResource.Definition(path: UpstreamPath(path)!, parameter: "q", itemsAt: JSONPath(itemsAt), minimumLength: minimumLength, debounce: .milliseconds(300))
     }
 
     /// Searches of a `search` upstream on a loop thread of their own.

@@ -1,4 +1,4 @@
-import Libevent
+import HTTPServer
 import Testing
 
 /// What endpoints for this host's own clients check (a reload without an admin token): the

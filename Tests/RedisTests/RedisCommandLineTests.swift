@@ -1,4 +1,4 @@
-import Libevent
+import EventLoop
 @testable import Redis
 import Testing
 import TributaryTesting

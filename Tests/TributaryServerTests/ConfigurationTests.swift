@@ -104,7 +104,7 @@ struct ConfigurationTests {
         ("server:\n  staleIfErrorBytes: 64MiB\n", "t.yaml: server.staleIfErrorBytes: expected a whole number ≥ 0, found \"64MiB\""),
         ("server:\n  staleIfErrorBytes: -1\n", "t.yaml: server.staleIfErrorBytes: expected a whole number ≥ 0, found \"-1\""),
         ("resources:\n  groups:\n    kind: list\n    upstream: nope\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.groups.upstream: no upstream named nope"),
-        ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: /g/x}\n", "t.yaml: resources.groups.details.path: expected a path starting with / holding {id} once"),
+        ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: /g/x}\n", "t.yaml: resources.groups.details.path: must hold {id} exactly once"),
         ("resources:\n  groups:\n    kind: tree\n", "t.yaml: resources.groups.kind: unknown resource kind \"tree\""),
         ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n    concurrency: 0\n", "t.yaml: resources.groups.concurrency: expected a whole number ≥ 1, found \"0\""),
         ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n    coalesce: maybe\n", "t.yaml: resources.groups.coalesce: expected true or false, found \"maybe\""),

@@ -15,14 +15,14 @@ struct OpenAPIDocumentTests {
         configuration.cluster = cluster
         configuration.upstreams["tasks"] = .init(url: try BaseURL("http://127.0.0.1:4567/tasks-base"))
         configuration.upstreams["media"] = .init(url: try BaseURL("http://127.0.0.1:4568"))
-        configuration.resources["groups"] = .list(.init(upstream: "tasks", definition: ListResource.Definition(
-            listPath: "/groups", itemsAt: JSONPath("result"), idMember: "key", detailPath: PathTemplate("/groups/{id}/metadata")!,
+        configuration.resources["groups"] = .list(.init(upstream: "tasks", routing: .init(route: "/groups"), definition: ListResource.Definition(
+            listPath: "/groups", itemsAt: JSONPath("result"), idMember: "key", detailPath: "/groups/{id}/metadata",
             detailAt: JSONPath("result"), concurrency: 16, onItemFailure: .mark)))
-        configuration.resources["rows"] = .pages(.init(upstream: "media", definition: pagesDefinition(rowItemKey: "topic", rowPagesKey: "medias")))
+        configuration.resources["rows"] = .pages(.init(upstream: "media", routing: .init(route: "/rows"), definition: pagesDefinition(rowItemKey: "topic", rowPagesKey: "medias")))
         configuration.resources["feeds"] = .pages(.init(
-            upstream: "media", definition: pagesDefinition(rowItemKey: "feed", rowPagesKey: "posts"), loadMoreArgument: "feed"))
+            upstream: "media", routing: .init(route: "/feeds"), definition: pagesDefinition(rowItemKey: "feed", rowPagesKey: "posts"), loadMoreArgument: "feed"))
         configuration.resources["search"] = .search(.init(
-            upstream: "media",
+            upstream: "media", routing: .init(route: "/search"),
             definition: SearchResource.Definition(path: "/search", parameter: "term", itemsAt: JSONPath("items"), minimumLength: 2,
                                                   debounce: .milliseconds(300)),
             answers: .init(staleIfError: .seconds(30))))
@@ -31,7 +31,7 @@ struct OpenAPIDocumentTests {
 
     static func pagesDefinition(rowItemKey: String, rowPagesKey: String) -> PagedListResource.Definition {
         PagedListResource.Definition(
-            listPath: "/topics", itemsAt: JSONPath("result"), idMember: "id", pagePath: PathTemplate("/topics/{id}/medias")!,
+            listPath: "/topics", itemsAt: JSONPath("result"), idMember: "id", pagePath: "/topics/{id}/medias",
             pageItemsAt: JSONPath("result"), cursorAt: JSONPath("next"), cursorParameter: "page",
             rowItemKey: rowItemKey, rowPagesKey: rowPagesKey, concurrency: 8)
     }

@@ -11,9 +11,14 @@ struct StaleSnapshotsTests {
         Snapshot(json: Array(repeating: UInt8(ascii: "1"), count: bytes))
     }
 
+    /// The key of document `url` of resource `r`: its one parameter's value.
+    static func key(_ url: String) -> SharingKey {
+        SharingKey(resource: "r", parameters: ParameterValues(["u": url]), identity: .anonymous)
+    }
+
     /// What a document of `bytes` JSON bytes at `url` of resource `r` counts.
     static func cost(_ bytes: Int, url: String) -> Int {
-        bytes + 1 + url.utf8.count + StaleSnapshots.entryOverhead
+        bytes + key(url).canonicalText.utf8.count + StaleSnapshots.entryOverhead
     }
 
     @Test("10,000 distinct URLs: the kept bytes never pass the budget, and the newest documents are the ones kept")
@@ -21,13 +26,13 @@ struct StaleSnapshotsTests {
         let budget = 50 * Self.cost(1000, url: "q0000")
         let store = StaleSnapshots(budget: budget)
         for index in 0..<10_000 {
-            store.keep(Self.snapshot(1000), resource: "r", url: "q" + String(index + 10_000).dropFirst())
+            store.keep(Self.snapshot(1000), for: Self.key("q" + String(index + 10_000).dropFirst()))
             #expect(store.keptBytes <= budget)
         }
         #expect(store.keptCount == 50)
-        #expect(store.latest(resource: "r", url: "q9999", notOlderThan: .seconds(60)) != nil)
-        #expect(store.latest(resource: "r", url: "q9950", notOlderThan: .seconds(60)) != nil)
-        #expect(store.latest(resource: "r", url: "q9949", notOlderThan: .seconds(60)) == nil)
+        #expect(store.latest(for: Self.key("q9999"), notOlderThan: .seconds(60)) != nil)
+        #expect(store.latest(for: Self.key("q9950"), notOlderThan: .seconds(60)) != nil)
+        #expect(store.latest(for: Self.key("q9949"), notOlderThan: .seconds(60)) == nil)
         #expect(store.orderSlots <= 2 * 50 + 17, "the order drops the places eviction passed")
     }
 
@@ -35,7 +40,7 @@ struct StaleSnapshotsTests {
     func keptAgain() {
         let store = StaleSnapshots(budget: 10 * Self.cost(10, url: "a"))
         for _ in 0..<100_000 {
-            for url in ["a", "b", "c"] { store.keep(Self.snapshot(10), resource: "r", url: url) }
+            for url in ["a", "b", "c"] { store.keep(Self.snapshot(10), for: Self.key(url)) }
         }
         #expect(store.keptCount == 3)
         #expect(store.keptBytes == 3 * Self.cost(10, url: "a"))
@@ -45,31 +50,31 @@ struct StaleSnapshotsTests {
     @Test("eviction follows fetching, not reading: the document fetched longest ago goes first, however recently it was read")
     func leastRecentlyFetched() {
         let store = StaleSnapshots(budget: 2 * Self.cost(100, url: "a"))
-        store.keep(Self.snapshot(100), resource: "r", url: "a")
-        store.keep(Self.snapshot(100), resource: "r", url: "b")
-        #expect(store.latest(resource: "r", url: "a", notOlderThan: .seconds(60)) != nil)
-        store.keep(Self.snapshot(100), resource: "r", url: "c")
-        #expect(store.latest(resource: "r", url: "a", notOlderThan: .seconds(60)) == nil)
-        #expect(store.latest(resource: "r", url: "b", notOlderThan: .seconds(60)) != nil)
-        #expect(store.latest(resource: "r", url: "c", notOlderThan: .seconds(60)) != nil)
+        store.keep(Self.snapshot(100), for: Self.key("a"))
+        store.keep(Self.snapshot(100), for: Self.key("b"))
+        #expect(store.latest(for: Self.key("a"), notOlderThan: .seconds(60)) != nil)
+        store.keep(Self.snapshot(100), for: Self.key("c"))
+        #expect(store.latest(for: Self.key("a"), notOlderThan: .seconds(60)) == nil)
+        #expect(store.latest(for: Self.key("b"), notOlderThan: .seconds(60)) != nil)
+        #expect(store.latest(for: Self.key("c"), notOlderThan: .seconds(60)) != nil)
     }
 
     @Test("a document larger than the whole budget is not kept, and the older one of its URL goes too")
     func tooLarge() {
         let store = StaleSnapshots(budget: Self.cost(100, url: "a"))
-        store.keep(Self.snapshot(100), resource: "r", url: "a")
-        store.keep(Self.snapshot(101), resource: "r", url: "a")
-        #expect(store.latest(resource: "r", url: "a", notOlderThan: .seconds(60)) == nil)
+        store.keep(Self.snapshot(100), for: Self.key("a"))
+        store.keep(Self.snapshot(101), for: Self.key("a"))
+        #expect(store.latest(for: Self.key("a"), notOlderThan: .seconds(60)) == nil)
         #expect(store.keptBytes == 0)
     }
 
     @Test("a smaller budget (a reload) evicts at once what no longer fits, oldest first")
     func shrink() {
         let store = StaleSnapshots(budget: 4 * Self.cost(100, url: "a"))
-        for url in ["a", "b", "c", "d"] { store.keep(Self.snapshot(100), resource: "r", url: url) }
+        for url in ["a", "b", "c", "d"] { store.keep(Self.snapshot(100), for: Self.key(url)) }
         store.budget = 2 * Self.cost(100, url: "a")
         #expect(store.keptCount == 2)
-        #expect(store.latest(resource: "r", url: "b", notOlderThan: .seconds(60)) == nil)
-        #expect(store.latest(resource: "r", url: "d", notOlderThan: .seconds(60)) != nil)
+        #expect(store.latest(for: Self.key("b"), notOlderThan: .seconds(60)) == nil)
+        #expect(store.latest(for: Self.key("d"), notOlderThan: .seconds(60)) != nil)
     }
 }

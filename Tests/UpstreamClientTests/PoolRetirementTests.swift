@@ -1,5 +1,6 @@
 import Dispatch
-@testable import Libevent
+import EventLoop
+@testable import UpstreamClient
 import Testing
 import TributaryTesting
 

@@ -18,6 +18,13 @@ public struct PathTemplate: Sendable, Equatable, CustomStringConvertible {
         suffix = String(text[placeholder.upperBound...])
     }
 
+    /// The template around `{id}`: `prefix` before it, `suffix` after it (both already
+    /// percent-encoded where they need to be).
+    public init(prefix: String, suffix: String) {
+        self.prefix = prefix
+        self.suffix = suffix
+    }
+
     /// The path for `id`, or nil when `id` cannot be one path segment.
     public func path(for id: String) -> String? {
         var id = id

@@ -16,6 +16,7 @@ extension Configuration {
         ("server.maxBodyBytes", { $0.server.maxBodyBytes != $1.server.maxBodyBytes }),
         ("server.maxConnections", { $0.server.maxConnections != $1.server.maxConnections }),
         ("server.shutdownTimeout", { $0.server.shutdownTimeout != $1.server.shutdownTimeout }),
+        ("server.maxIdentities", { $0.server.maxIdentities != $1.server.maxIdentities }),
         ("sse", { $0.sse != $1.sse }),
         ("cluster", { $0.cluster != $1.cluster }),
     ]

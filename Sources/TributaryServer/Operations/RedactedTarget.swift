@@ -1,4 +1,4 @@
-import Libevent
+import HTTPCore
 
 /// A request target as the access log writes it, without the secrets it may carry:
 ///

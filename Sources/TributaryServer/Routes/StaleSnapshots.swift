@@ -1,7 +1,8 @@
 import Aggregation
 import Synchronization
 
-/// The last good JSON document of each URL of the resources that answer stale if error
+/// The last good JSON document of each ``SharingKey`` (resource, parameter values, identity:
+/// a document is never answered to another identity) of the resources that answer stale if error
 /// (`resources.NAME.staleIfError`), kept for the whole process: a worker whose fetch fails
 /// answers with the document any worker fetched last, not only its own.
 ///
@@ -9,14 +10,14 @@ import Synchronization
 /// sharing costs one short critical section per answer (a dictionary read or write), and a
 /// process with W workers keeps one copy of each document, not W, and never answers an older
 /// document than it has. Bounded by bytes (`server.staleIfErrorBytes`, 64 MiB by default),
-/// whatever the number of URLs (a search resource has one per query) or the size of their
-/// documents: keeping a document beyond the budget evicts those fetched longest ago. Each
-/// document counts its JSON, its URL and ``entryOverhead``. Only resources with
+/// whatever the number of keys (a search resource has one per query, a per-identity one one
+/// per client) or the size of their documents: keeping a document beyond the budget evicts
+/// those fetched longest ago. Each document counts its JSON, its key's text and ``entryOverhead``. Only resources with
 /// `staleIfError` write here (``JSONAnswers`` checks).
 ///
 /// ```swift
-/// store.keep(snapshot, resource: "search", url: "swift")
-/// if let kept = store.latest(resource: "search", url: "swift", notOlderThan: .seconds(60)) { … }
+/// store.keep(snapshot, for: key)
+/// if let kept = store.latest(for: key, notOlderThan: .seconds(60)) { … }
 /// ```
 final class StaleSnapshots: Sendable {
     /// A document as it was fetched, and when.
@@ -28,13 +29,8 @@ final class StaleSnapshots: Sendable {
     /// What one kept document costs beyond its JSON and URL bytes: its dictionary slot (key,
     /// snapshot, time) with the table's slack, its place in the eviction order, the headers
     /// of its heap objects and its version's text. Measured: 300,000 documents of 2 bytes
-    /// with 13-byte URLs grew the process by ~320 bytes each (RSS), snapshots included.
+    /// with 13-byte keys grew the process by ~320 bytes each (RSS), snapshots included.
     static let entryOverhead = 384
-
-    private struct Key: Hashable {
-        let resource: String
-        let url: String
-    }
 
     private struct Entry {
         let kept: Kept
@@ -45,13 +41,13 @@ final class StaleSnapshots: Sendable {
 
     private struct Store {
         var budget: Int
-        var entries: [Key: Entry] = [:]
+        var entries: [SharingKey: Entry] = [:]
         var bytes = 0
         /// Keys in the order they were kept, oldest first from `orderHead`, each with the
-        /// stamp it was kept with: a URL kept again leaves its older place behind, skipped
+        /// stamp it was kept with: a key kept again leaves its older place behind, skipped
         /// as its stamp no longer matches, and dropped when the places outnumber the
-        /// documents (so a URL fetched over and over does not grow the order).
-        var order: [(key: Key, stamp: UInt64)] = []
+        /// documents (so a key fetched over and over does not grow the order).
+        var order: [(key: SharingKey, stamp: UInt64)] = []
         var orderHead = 0
         var nextStamp: UInt64 = 0
     }
@@ -84,12 +80,11 @@ final class StaleSnapshots: Sendable {
     /// twice ``keptCount``, plus a few).
     var orderSlots: Int { store.withLock { $0.order.count } }
 
-    /// Keeps `snapshot` as the last good document of `url` of `resource`, fetched `at`, in
-    /// place of the one it had. A document larger than the whole budget is not kept (nor the
-    /// one it replaces: older than what the upstream answered last).
-    func keep(_ snapshot: Snapshot, resource: String, url: String, at fetchedAt: ContinuousClock.Instant = .now) {
-        let key = Key(resource: resource, url: url)
-        let bytes = snapshot.json.count + resource.utf8.count + url.utf8.count + Self.entryOverhead
+    /// Keeps `snapshot` as the last good document of `key`, fetched `at`, in place of the one
+    /// it had. A document larger than the whole budget is not kept (nor the one it replaces:
+    /// older than what the upstream answered last).
+    func keep(_ snapshot: Snapshot, for key: SharingKey, at fetchedAt: ContinuousClock.Instant = .now) {
+        let bytes = snapshot.json.count + key.canonicalText.utf8.count + Self.entryOverhead
         store.withLock { store in
             if let replaced = store.entries.removeValue(forKey: key) { store.bytes -= replaced.bytes }
             if bytes <= store.budget {
@@ -103,12 +98,8 @@ final class StaleSnapshots: Sendable {
         }
     }
 
-    /// The last good document of `url` of `resource`, if it was fetched at most `maximumAge`
-    /// before `now`.
-    func latest(
-        resource: String, url: String, notOlderThan maximumAge: Duration, now: ContinuousClock.Instant = .now
-    ) -> Kept? {
-        let key = Key(resource: resource, url: url)
+    /// The last good document of `key`, if it was fetched at most `maximumAge` before `now`.
+    func latest(for key: SharingKey, notOlderThan maximumAge: Duration, now: ContinuousClock.Instant = .now) -> Kept? {
         guard let found = store.withLock({ $0.entries[key]?.kept }), now - found.fetchedAt <= maximumAge else { return nil }
         return found
     }

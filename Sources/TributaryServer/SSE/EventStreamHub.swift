@@ -49,9 +49,11 @@ final class EventStreamHub {
     /// Answers `request` with an event stream of `resource` (`GET /<name>`), whose view
     /// `views` makes from the request's query, or with the error it refused the query with.
     func open(_ request: ServerRequest, resource: String, views: LiveViewFactory) {
-        switch views.make(request.queryParameters, request.traceContext) {
-        case .success(let view): open(request, carrying: [StreamedResource(name: resource, view: view)], framing: .single)
-        case .failure(let error): request.respond(error)
+        switch views.make(request, nil) {
+        case .success(let view):
+            open(request, carrying: [StreamedResource(name: resource, view: view, isPrivate: !views.varyingHeaders.isEmpty)], framing: .single)
+        case .failure(let error):
+            request.respond(error)
         }
     }
 
@@ -64,9 +66,10 @@ final class EventStreamHub {
     /// connection: its client reconnects, to another replica or to the restarted service,
     /// instead of holding the shutdown up until its deadline.
     func open(_ request: ServerRequest, carrying resources: [StreamedResource], framing: EventStreamFraming) {
-        if request.method == .head { return request.startStream(status: 200, headers: EventStreamFormat.headers) }
+        let headers = resources.contains(where: \.isPrivate) ? EventStreamFormat.privateHeaders : EventStreamFormat.headers
+        if request.method == .head { return request.startStream(status: 200, headers: headers) }
         if isShuttingDown {
-            request.startStream(status: 200, headers: EventStreamFormat.headers)
+            request.startStream(status: 200, headers: headers)
             request.write(EventStreamFormat.retry(settings.retry))
             return request.endStream()
         }
@@ -75,7 +78,7 @@ final class EventStreamHub {
                                              message: "the server is at its limit of \(settings.maxSubscribers) live streams"),
                                    headers: [("Retry-After", "5")])
         }
-        let stream = EventStream(request: request, resources: resources, framing: framing, frames: frames) { [unowned self] closed in
+        let stream = EventStream(request: request, resources: resources, framing: framing, headers: headers, frames: frames) { [unowned self] closed in
             streams[ObjectIdentifier(closed)] = nil
             for feed in closed.feeds { forget(feed) }
         }
