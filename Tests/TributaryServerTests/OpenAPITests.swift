@@ -43,6 +43,7 @@ struct OpenAPITests {
         let paths = try #require(document["paths"] as? [String: [String: Any]])
         #expect(Set(paths.keys) == [
             "/groups", "/groups/reload", "/rows", "/rows/reload", "/search", "/teams", "/teams/reload", "/lookup",
+            "/teams/{team}/groups", "/teamgroups/reload", "/me/groups", "/mygroups/reload",
             "/events", "/streams/{id}/triggers/{name}", "/streams/{id}/inputs/{name}", "/", "/healthz", "/metrics", "/openapi.json",
         ])
         #expect(Set(paths["/teams"]?.keys.map { $0 } ?? []) == ["get"])
@@ -55,7 +56,7 @@ struct OpenAPITests {
         let teamsDocument = try #require(Self.at(document, "components", "schemas", "teamsDocument") as? [String: Any])
         #expect(Self.at(teamsDocument, "items", "required") as? [String] == ["slug"], "the configured id member")
         #expect(Self.codes(teams, "502") == ["upstream_unavailable", "upstream_status", "upstream_malformed", "invalid_item_id"])
-        #expect(Self.codes(teams, "503") == ["too_many_connections", "upstream_saturated", "upstream_circuit_open", "too_many_subscribers"])
+        #expect(Self.codes(teams, "503") == ["too_many_connections", "upstream_saturated", "upstream_circuit_open", "too_many_pipelines", "too_many_subscribers"])
 
         let lookup = try #require(paths["/lookup"]?["get"] as? [String: Any])
         let term = try #require(Self.parameters(lookup).first { $0["name"] as? String == "term" })
@@ -68,9 +69,11 @@ struct OpenAPITests {
 
         let events = try #require(paths["/events"]?["get"] as? [String: Any])
         let resource = try #require(Self.parameters(events).first { $0["name"] as? String == "resource" })
-        #expect(Self.at(resource, "schema", "items", "enum") as? [String] == ["groups", "lookup", "rows", "search", "teams"])
+        #expect(Self.at(resource, "schema", "items", "enum") as? [String] == ["groups", "lookup", "mygroups", "rows", "search", "teamgroups", "teams"])
         #expect(Self.at(resource, "schema", "maxItems") as? Int == 16)
-        #expect(Set(Self.parameters(events).compactMap { $0["name"] as? String }) == ["resource", "lookup.term", "search.q", "Last-Event-ID"])
+        #expect(Set(Self.parameters(events).compactMap { $0["name"] as? String }) == [
+            "resource", "lookup.term", "search.q", "teamgroups.team", "teamgroups.status", "Last-Event-ID",
+        ])
 
         let input = try #require(paths["/streams/{id}/inputs/{name}"]?["put"] as? [String: Any])
         let inputName = try #require(Self.parameters(input).first { $0["name"] as? String == "name" })
