@@ -23,10 +23,11 @@ struct ConfigurationTests {
         }
     }
 
-    @Test("the shipped configuration declares the three upstreams and the groups resource")
+    @Test("the shipped configuration declares the contract's three upstreams, one that forwards Authorization, and the groups resource")
     func shippedConfiguration() throws {
         let configuration = try Configuration.load(yaml: Self.shipped, file: "config/tributary.yaml")
-        #expect(Set(configuration.upstreams.keys) == ["tasks", "media", "search"])
+        #expect(Set(configuration.upstreams.keys) == ["tasks", "media", "search", "accounts"])
+        #expect(configuration.upstreams["accounts"]?.forward == ["Authorization"])
         #expect(configuration.server.listen == ListenAddress(host: "127.0.0.1", port: 8080))
         #expect(configuration.server.workers == ProcessInfo.processInfo.activeProcessorCount, "workers: auto")
         guard case .list(let groups) = configuration.resources["groups"] else {
