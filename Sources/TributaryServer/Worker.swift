@@ -218,7 +218,8 @@ public final class Worker {
                 live = RemoteLiveResource(owner: owner, name: name, loop: loop)
             } else {
                 let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:))
-                live = cluster.map { $0.adopt(local) } ?? local
+                let maximumDocumentBytes = upstreams[resource.upstream]!.settings.policy.maxResponseBytes
+                live = cluster.map { $0.adopt(local, maximumDocumentBytes: maximumDocumentBytes) } ?? local
                 owned = LoopBound(live, loop: loop)
             }
             let routes = ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin, answers: answers)

@@ -320,7 +320,8 @@ extension Configuration {
         if let cluster, cluster.secret == nil {
             throw ConfigurationError(
                 "\(file): cluster.secret",
-                "required with cluster.redis: the fleet's shared secret, which signs everything it writes to Redis (or TRIBUTARY_CLUSTER_SECRET; e.g. openssl rand -hex 32)")
+                "required with cluster.redis: the fleet's shared secret, which signs everything it writes to Redis "
+                    + "(or TRIBUTARY_CLUSTER_SECRET; e.g. openssl rand -hex 32)")
         }
         guard Self.logLevels.contains(server.logLevel) else {
             throw ConfigurationError("\(file): server.logLevel", "expected one of \(Self.logLevels.sorted().joined(separator: ", ")), found \"\(server.logLevel)\"")
