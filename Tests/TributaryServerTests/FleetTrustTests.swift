@@ -156,14 +156,17 @@ struct FleetTrustTests {
         #expect(try await TestHTTP.request(port: fleet.replicas[follower].port, "POST", "/groups/reload").status == 202)
         for stream in streams { #expect(try await Self.snapshot(after: call, on: stream) == call + 1) }
 
-        // As the latest, read by a follower whose first subscriber arrives.
-        try await attacker.set(attacker.key("latest", "groups"), Self.forgedStates[1])
-        streams[follower].close()
-        #expect(await Self.noSubscribers(fleet.replicas[follower]), "the follower rests, and follows again for its next subscriber")
-        let macsBefore = try await Self.rejected(fleet.replicas[follower], "mac")
-        streams[follower] = try await SSEClient(port: fleet.replicas[follower].port, path: "/groups")
-        _ = try await Self.nextValidSnapshot(streams[follower])
-        #expect(await Self.rejections("mac", atLeast: macsBefore + 1, on: [fleet.replicas[follower]]), "the forged latest")
+        // As the latest, read by a follower whose first subscriber arrives: a guessed seal,
+        // then 9 MiB (not even read: its length says enough).
+        for (latest, reason) in [(Self.forgedStates[1], "mac"), (huge, "too_large")] {
+            try await attacker.set(attacker.key("latest", "groups"), latest)
+            streams[follower].close()
+            #expect(await Self.noSubscribers(fleet.replicas[follower]), "the follower rests, and follows again for its next subscriber")
+            let before = try await Self.rejected(fleet.replicas[follower], reason)
+            streams[follower] = try await SSEClient(port: fleet.replicas[follower].port, path: "/groups")
+            _ = try await Self.nextValidSnapshot(streams[follower])
+            #expect(await Self.rejections(reason, atLeast: before + 1, on: [fleet.replicas[follower]]), "the forged latest")
+        }
 
         // Redis away: the follower runs the pipeline itself (where the audit's producedAt
         // overflowed), then the fleet forms again.

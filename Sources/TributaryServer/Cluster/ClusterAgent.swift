@@ -44,6 +44,8 @@ final class ClusterAgent {
     static let latestLifetime: Duration = .seconds(3600)
     /// How much longer than its document a state may be: its time, MAC and error line.
     static let stateOverheadBytes = 64 * 1024
+    /// The longest lease value or stream location read from Redis (a genuine one is ~130 bytes).
+    static let maximumValueBytes = 4096
 
     /// This replica's id: 128 random bits, new at every start.
     let replica = StreamID.random().description
@@ -281,9 +283,12 @@ final class ClusterAgent {
         return redis.subscribe(to: channel).sink { [unowned self] event in
             switch event {
             case .subscribed:
-                redis.send(RedisCommand("GET", keys.latest(name))) { [unowned self] result in
-                    guard case .success(let reply) = result, let bytes = reply.bytes else { return }
-                    accept(bytes, keys.latest(name))
+                redis.send(RedisCommand("EVAL", Self.boundedGetScript, 1, keys.latest(name), maximumBytes)) { [unowned self] result in
+                    switch result {
+                    case .success(.string(let bytes)): accept(bytes, keys.latest(name))
+                    case .success(.integer): rejections.reject(.tooLarge, from: keys.latest(name))
+                    default: break
+                    }
                 }
             case .message(let bytes):
                 accept(bytes, channel)
@@ -404,8 +409,9 @@ final class ClusterAgent {
         _ digest: String, retrying: Bool, _ found: @escaping (String?) -> Void, unavailable: @escaping () -> Void
     ) {
         let key = keys.stream(digest: digest)
-        redis.send(RedisCommand("GET", key)) { [unowned self] result in
+        redis.send(RedisCommand("EVAL", Self.boundedGetScript, 1, key, Self.maximumValueBytes)) { [unowned self] result in
             guard case .success(let reply) = result else { return unavailable() }
+            if reply.integer != nil { rejections.reject(.tooLarge, from: key) }
             if let location = reply.bytes {
                 switch seal.open(location, for: key, now: WallClock.milliseconds()) {
                 case .success(let opened):
@@ -478,8 +484,8 @@ final class ClusterAgent {
 
     // A lease's value is `<MAC> <time> <replica>` (``FleetSeal``); the scripts cannot check a
     // MAC, so they know a replica's own lease by its id at the end, and the replica checks
-    // every other holder's seal itself. A key of another type than its own (written by
-    // someone else) counts as absent.
+    // every other holder's seal itself. A key of another type than its own, or a lease longer
+    // than any genuine one (written by someone else), counts as absent.
 
     /// KEYS: lease, interest. ARGV: replica, its lease value, lease TTL (ms), interested (0/1),
     /// a holder's value this replica found invalid ('' if none).
@@ -499,7 +505,7 @@ final class ClusterAgent {
         end
         redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
         local holder = redis.pcall('GET', KEYS[1])
-        if type(holder) ~= 'string' then holder = false end
+        if type(holder) ~= 'string' or #holder > \(maximumValueBytes) then holder = false end
         local suffix = ' ' .. ARGV[1]
         if holder and string.sub(holder, -#suffix) == suffix then
           if ARGV[4] == '1' or redis.call('ZCARD', KEYS[2]) > 0 then
@@ -513,6 +519,16 @@ final class ClusterAgent {
         if holder and holder ~= ARGV[5] then return {'follow', holder} end
         redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
         return {'lead'}
+        """
+
+    /// KEYS: a key. ARGV: the most bytes to read. Its value when a string of at most that
+    /// many bytes; its length when longer (a replica reads only what it could use, whatever
+    /// someone wrote there); nil when absent or of another type.
+    static let boundedGetScript = """
+        local length = redis.pcall('STRLEN', KEYS[1])
+        if type(length) ~= 'number' or length == 0 then return false end
+        if length > tonumber(ARGV[1]) then return length end
+        return redis.call('GET', KEYS[1])
         """
 
     /// KEYS: lease, latest, states. ARGV: replica, sealed state, latest's lifetime (ms). 1 when sent.
