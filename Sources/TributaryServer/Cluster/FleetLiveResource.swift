@@ -99,7 +99,7 @@ final class FleetLiveResource: LiveSource {
             leaseHeld.record(1)
             // A leader that already runs the pipeline (it ran alone) publishes its latest at
             // once; followers that showed newer data meanwhile keep theirs.
-            if pipeline != nil, let state = latest.value { publish(state, producedAt: shownAt) }
+            republishLatest()
             startPipeline()
         case .following:
             stopPipeline()
@@ -124,8 +124,8 @@ final class FleetLiveResource: LiveSource {
         pipeline = nil
     }
 
-    /// Publishes the state shown again, when leading: the lease was overwritten under a
-    /// publish, which it fenced off, and is back.
+    /// Publishes the state the running pipeline last made, when leading: on taking the lease,
+    /// and when the lease was overwritten under a publish, which it fenced off, and is back.
     func republishLatest() {
         if pipeline != nil, let state = latest.value { publish(state, producedAt: shownAt) }
     }
