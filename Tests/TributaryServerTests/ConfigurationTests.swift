@@ -201,6 +201,10 @@ struct ConfigurationTests {
             #expect(!text.contains(FleetTests.secret) && !text.contains(fileSecret))
         }
         #expect("\(overridden.cluster!.secret!)" == "<secret>")
+        // A file that is not YAML says where, without quoting the line.
+        let unquoted = problem("cluster:\n  redis: redis://r\n  secret: \"\(fileSecret)\n")
+        #expect(unquoted?.hasPrefix("t.yaml: not valid YAML: 4:1: while scanning a quoted scalar (line 3)") == true, "\(unquoted ?? "")")
+        #expect(unquoted?.contains(fileSecret) == false)
         // A new secret is a new fleet: a reload keeps the running one and says so.
         #expect(configuration.restartOnlyChanges(from: overridden) == ["cluster"])
     }
