@@ -18,6 +18,7 @@
 #   TRIBUTARY_LISTEN (0.0.0.0:8080 here)   TRIBUTARY_WORKERS (one event loop per core you give it)
 #   TRIBUTARY_LOG_LEVEL                    TRIBUTARY_ADMIN_TOKEN   TRIBUTARY_CORS_ORIGINS
 #   TRIBUTARY_REDIS_URL (redis://HOST:PORT: join a fleet of replicas; deploy/compose.yaml runs three)
+#   TRIBUTARY_CLUSTER_SECRET (required with it: the fleet's shared secret, ≥ 16 bytes)
 #   TRIBUTARY_CONFIG: a whole configuration of your own, e.g.
 #       docker run -v $PWD/prod.yaml:/etc/tributary/prod.yaml:ro \
 #           -e TRIBUTARY_CONFIG=/etc/tributary/prod.yaml tributary

@@ -22,3 +22,5 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <openssl/sha.h>
+#include <openssl/hmac.h>
+#include <openssl/crypto.h>

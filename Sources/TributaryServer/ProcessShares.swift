@@ -31,7 +31,9 @@ public final class ProcessShares: Sendable {
         breakers = CircuitBreakers(logger: logger)
         staleSnapshots = StaleSnapshots(budget: configuration.server.staleIfErrorBytes)
         connectionBudgets = ConnectionBudgets()
-        identities = IdentityHasher(secret: nil)
+        // In a fleet every replica must give a client the same identity: its leases and
+        // channels are named by it.
+        identities = IdentityHasher(secret: configuration.cluster?.secret?.bytes)
         let directory = StreamDirectory()
         self.directory = directory
         cluster = configuration.cluster.map { settings in

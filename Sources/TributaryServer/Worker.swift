@@ -148,6 +148,7 @@ public final class Worker {
             if loop === shares.home { shares.cluster?.release(name) }
         }
         streams.end(endings)
+        if loop === shares.home { for name in endings.keys { shares.pipelines.forgetIdle(of: name) } }
         for name in configuration.resources.keys.sorted() where mounted[name] == nil {
             mounted[name] = mount(name)
         }
@@ -230,7 +231,7 @@ public final class Worker {
         // The fleet shares the one document every client of the resource sees; pipelines of
         // parameter values or identities run in each replica that has their streams.
         guard pipeline.key == .publicDocument(of: name), let cluster = shares.cluster else { return local }
-        return cluster.agent.value.adopt(local)
+        return cluster.agent.value.adopt(local, maximumDocumentBytes: pipeline.definition.upstream.policy.maxResponseBytes)
     }
 
     /// Makes an ``Upstream`` for each upstream new or changed in ``configuration`` (a

@@ -23,7 +23,7 @@ struct ServeOptions: ParsableArguments {
         "Override an upstream's base URL, repeatable (env TRIBUTARY_UPSTREAM_<NAME>).", valueName: "NAME=URL"))
     var upstreams: [String] = []
 
-    @Option(help: "Join a fleet of replicas through this Redis, redis://HOST:PORT[/DB] (env TRIBUTARY_REDIS_URL; config cluster.redis).")
+    @Option(help: "Join a fleet of replicas through this Redis, redis://HOST:PORT[/DB] (env TRIBUTARY_REDIS_URL; config cluster.redis); the fleet's shared secret comes from TRIBUTARY_CLUSTER_SECRET or cluster.secret.")
     var redis: String?
 
     @Option(help: "Event loops, one thread each (env TRIBUTARY_WORKERS; config server.workers).")

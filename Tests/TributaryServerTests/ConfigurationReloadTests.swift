@@ -295,7 +295,8 @@ struct ConfigurationReloadTests {
         let fixture = Observed(TaskGroupsFixture(count: 2))
         let upstream = try await ScriptedUpstream.start { fixture.value.reply(to: $0)! }
         let service = try await ServiceProcess(
-            yaml: Self.yaml(upstream: upstream.baseURL, resources: ["groups", "extra"]), arguments: ["--redis", redis.url])
+            yaml: Self.yaml(upstream: upstream.baseURL, resources: ["groups", "extra"]), arguments: ["--redis", redis.url],
+            environment: ["TRIBUTARY_CLUSTER_SECRET": FleetTests.secret])
         #expect(await Self.awaitLog(service, "cluster: joined the fleet"))
         let extra = try await SSEClient(port: service.port, path: "/extra")
         _ = try await extra.next(type: "snapshot")

@@ -160,7 +160,7 @@ struct ConfigurationTests {
 
     @Test("the fleet's Redis comes from cluster.redis, TRIBUTARY_REDIS_URL or --redis, in that order of strength; the file's other cluster keys stay")
     func clusterLayering() throws {
-        let yaml = Self.shipped + "\ncluster:\n  leaseTTL: 1500ms\n  keyPrefix: blue\n"
+        let yaml = Self.shipped + "\ncluster:\n  leaseTTL: 1500ms\n  keyPrefix: blue\n  secret: \(FleetTests.secret)\n"
         #expect(throws: ConfigurationError.self) { try Configuration.load(yaml: yaml, file: "f") }
         let fromEnvironment = try Configuration.load(yaml: yaml, file: "f", environment: ["TRIBUTARY_REDIS_URL": "redis://10.0.0.5:6380/2"])
         #expect(fromEnvironment.cluster?.redis == RedisEndpoint(host: "10.0.0.5", port: 6380, database: 2))
@@ -170,9 +170,46 @@ struct ConfigurationTests {
             yaml: yaml, file: "f", environment: ["TRIBUTARY_REDIS_URL": "redis://10.0.0.5:6380"], overrides: .init(redis: "redis://[::1]:7000"))
         #expect(fromCommandLine.cluster?.redis == RedisEndpoint(host: "::1", port: 7000))
         #expect(try Configuration.load(yaml: Self.shipped, file: "f").cluster == nil, "no fleet unless asked")
-        let defaults = try Configuration.load(yaml: Self.shipped, file: "f", overrides: .init(redis: "redis://r"))
+        let defaults = try Configuration.load(
+            yaml: Self.shipped, file: "f", environment: ["TRIBUTARY_CLUSTER_SECRET": FleetTests.secret], overrides: .init(redis: "redis://r"))
         #expect(defaults.cluster?.leaseTTL == .seconds(3))
         #expect(defaults.cluster?.keyPrefix == "tributary")
+    }
+
+    @Test("cluster.secret (or TRIBUTARY_CLUSTER_SECRET, which wins) is required with a Redis, at least 16 bytes, and never shown")
+    func clusterSecret() throws {
+        let fleet = Self.shipped + "\ncluster:\n  redis: redis://r\n"
+        #expect(problem(fleet)?.hasPrefix("t.yaml: cluster.secret: required with cluster.redis") == true)
+        #expect(problem(Self.shipped, overrides: .init(redis: "redis://r"))?.hasPrefix("t.yaml: cluster.secret: required") == true)
+        let short = "0123456789abcde"
+        let tooShort = problem(fleet + "  secret: \(short)\n")
+        #expect(tooShort?.hasPrefix("t.yaml: cluster.secret: expected a secret of at least 16 bytes, found 15") == true)
+        #expect(tooShort?.contains(short) == false, "the error names the key, not the secret")
+        let fromEnvironment = problem(fleet, environment: ["TRIBUTARY_CLUSTER_SECRET": short])
+        #expect(fromEnvironment?.hasPrefix("TRIBUTARY_CLUSTER_SECRET: expected a secret of at least 16 bytes") == true)
+
+        let fileSecret = "file-secret-0123456789abcdef"
+        let configuration = try Configuration.load(yaml: fleet + "  secret: \(fileSecret)\n", file: "t.yaml")
+        #expect(configuration.cluster?.secret == (try ClusterSecret(fileSecret, at: "test")))
+        let overridden = try Configuration.load(
+            yaml: fleet + "  secret: \(fileSecret)\n", file: "t.yaml", environment: ["TRIBUTARY_CLUSTER_SECRET": FleetTests.secret])
+        #expect(overridden.cluster?.secret == (try ClusterSecret(FleetTests.secret, at: "test")))
+        #expect(try Configuration.load(yaml: Self.shipped, file: "t.yaml", environment: ["TRIBUTARY_CLUSTER_SECRET": FleetTests.secret]).cluster == nil,
+                "a secret alone makes no fleet")
+
+        // However the configuration is printed, the secret is not in it.
+        var dumped = ""
+        dump(overridden, to: &dumped)
+        for text in ["\(overridden)", String(reflecting: overridden), dumped, "\(overridden.cluster!)", String(reflecting: overridden.cluster!.secret!)] {
+            #expect(!text.contains(FleetTests.secret) && !text.contains(fileSecret))
+        }
+        #expect("\(overridden.cluster!.secret!)" == "<secret>")
+        // A file that is not YAML says where, without quoting the line.
+        let unquoted = problem("cluster:\n  redis: redis://r\n  secret: \"\(fileSecret)\n")
+        #expect(unquoted?.hasPrefix("t.yaml: not valid YAML: 4:1: while scanning a quoted scalar (line 3)") == true, "\(unquoted ?? "")")
+        #expect(unquoted?.contains(fileSecret) == false)
+        // A new secret is a new fleet: a reload keeps the running one and says so.
+        #expect(configuration.restartOnlyChanges(from: overridden) == ["cluster"])
     }
 
     @Test("the binary refuses an invalid configuration with the key in its message and a non-zero exit")

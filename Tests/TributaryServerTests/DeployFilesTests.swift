@@ -28,15 +28,21 @@ struct DeployFilesTests {
         try #require(try compose()["services"] as? [String: [String: Any]])
     }
 
-    /// A service's `environment`, as a map (Compose also allows a list of `NAME=value`).
+    /// A service's `environment`, as a map (Compose also allows a list of `NAME=value`), each
+    /// `${NAME:-default}` interpolated as Compose does with nothing set in the shell.
     static func environment(_ service: [String: Any]) -> [String: String] {
-        if let map = service["environment"] as? [String: Any] { return map.mapValues { "\($0)" } }
+        if let map = service["environment"] as? [String: Any] { return map.mapValues { interpolated("\($0)") } }
         var environment: [String: String] = [:]
         for entry in service["environment"] as? [String] ?? [] {
             let parts = entry.split(separator: "=", maxSplits: 1)
             environment[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
         }
         return environment
+    }
+
+    /// `value` with each `${NAME:-default}` replaced by its default.
+    static func interpolated(_ value: String) -> String {
+        value.replacing(/\$\{[A-Z_]+:-([^}]*)\}/) { String($0.1) }
     }
 
     /// The `ENV` lines of the Dockerfile's runtime stage: the replicas' environment under Compose's.
@@ -70,7 +76,7 @@ struct DeployFilesTests {
             // The image's configuration file, its ENV, then Compose's environment: what `serve` loads.
             let environment = imageEnvironment.merging(Self.environment(replica)) { $1 }
             let configuration = try Configuration.load(yaml: ConfigurationTests.shipped, file: "/etc/tributary/tributary.yaml", environment: environment)
-            let cluster = try #require(configuration.cluster, "\(name) joins a fleet (TRIBUTARY_REDIS_URL)")
+            let cluster = try #require(configuration.cluster, "\(name) joins a fleet (TRIBUTARY_REDIS_URL, TRIBUTARY_CLUSTER_SECRET)")
             #expect(services[cluster.redis.host] != nil, "\(name)'s Redis \(cluster.redis) is a service of the file")
             #expect(cluster.redis.port == RedisEndpoint.defaultPort)
             #expect(configuration.server.listen.host == "0.0.0.0")
@@ -152,7 +158,8 @@ struct DeployFilesTests {
             index += 1
         } while lines[index].hasPrefix("#   ")
         let uncommented = lines.joined(separator: "\n")
-        let cluster = try #require(try Configuration.load(yaml: uncommented, file: "config/tributary.yaml").cluster)
+        let secret = ["TRIBUTARY_CLUSTER_SECRET": FleetTests.secret]
+        let cluster = try #require(try Configuration.load(yaml: uncommented, file: "config/tributary.yaml", environment: secret).cluster)
         #expect(cluster.redis == (try RedisEndpoint("redis://127.0.0.1:6379")))
         #expect(cluster.leaseTTL == .seconds(3))
         #expect(cluster.keyPrefix == "tributary")

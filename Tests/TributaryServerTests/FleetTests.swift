@@ -38,20 +38,27 @@ struct FleetTests {
         }
     }
 
-    /// `replicas` processes of the binary, one worker each, all with `--redis`.
+    /// The fleet's shared secret (`TRIBUTARY_CLUSTER_SECRET`), which signs what it writes to Redis.
+    static let secret = "fleet-tests-secret-6f1d0c9a4b2e8d73"
+
+    /// `replicas` processes of the binary, one worker each, all with `--redis` and the same
+    /// secret, on a Redis of their own (or `redis`, shared with another fleet).
     struct Fleet {
         let redis: RedisServerProcess
         let upstream: CountingUpstream
         var replicas: [ServiceProcess]
 
-        static func start(replicas count: Int, refresh: String = "300ms", leaseTTL: String = "1s") async throws -> Fleet {
-            let redis = try await RedisServerProcess.start()
+        static func start(
+            replicas count: Int, refresh: String = "300ms", leaseTTL: String = "1s", redis shared: RedisServerProcess? = nil,
+            secret: String = FleetTests.secret
+        ) async throws -> Fleet {
+            let redis = if let shared { shared } else { try await RedisServerProcess.start() }
             let upstream = try await CountingUpstream()
             var replicas: [ServiceProcess] = []
             for _ in 0..<count {
                 replicas.append(try await ServiceProcess(
                     yaml: FleetTests.yaml(upstream: upstream.server.baseURL, refresh: refresh, leaseTTL: leaseTTL),
-                    arguments: ["--redis", redis.url]))
+                    arguments: ["--redis", redis.url], environment: ["TRIBUTARY_CLUSTER_SECRET": secret]))
             }
             let fleet = Fleet(redis: redis, upstream: upstream, replicas: replicas)
             for replica in replicas { #expect(await fleet.connected(replica)) }

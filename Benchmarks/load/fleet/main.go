@@ -154,11 +154,12 @@ func writeConfig(name string, refresh, leaseTTL time.Duration, maxSubscribers in
 // clustered: it returns once the replica says it is connected to Redis.
 func startReplica(config string, clustered bool) (*harness.Service, error) {
 	started++
-	var args []string
+	var args, env []string
 	if clustered {
 		args = []string{"--redis", redis.URL}
+		env = []string{"TRIBUTARY_CLUSTER_SECRET=" + harness.FleetSecret}
 	}
-	s, err := work.StartServiceWith(harness.ServiceOptions{Bin: bin, ConfigPath: config, Workers: 1, Args: args},
+	s, err := work.StartServiceWith(harness.ServiceOptions{Bin: bin, ConfigPath: config, Workers: 1, Args: args, Env: env},
 		fmt.Sprintf("replica-%d.log", started))
 	if err != nil || !clustered {
 		return s, err

@@ -13,6 +13,10 @@ import (
 	"time"
 )
 
+// FleetSecret is the fleet's shared secret (TRIBUTARY_CLUSTER_SECRET) of the replicas the
+// tools start: every replica with --redis needs one.
+const FleetSecret = "benchmarks-fleet-secret-5b8e1f0c7a9d2e46"
+
 // Redis is a redis-server (Debian's redis-server package) started by a tool for the fleet:
 // on a free loopback port, nothing persisted, its output in a log file. Stopped or killed by
 // its PID.
@@ -89,6 +93,22 @@ func (r *Redis) PID() int {
 		return 0
 	default:
 		return r.cmd.Process.Pid
+	}
+}
+
+// Restart starts the server again on the same port, empty, once it has exited (after Kill
+// or Stop), and waits until it accepts connections.
+func (r *Redis) Restart() error {
+	if r.PID() != 0 {
+		return fmt.Errorf("redis-server pid %d still runs", r.PID())
+	}
+	return r.launch()
+}
+
+// Signal sends sig to the running server (SIGSTOP freezes it, SIGCONT thaws it).
+func (r *Redis) Signal(sig syscall.Signal) {
+	if pid := r.PID(); pid != 0 {
+		_ = syscall.Kill(pid, sig)
 	}
 }
 

@@ -62,17 +62,22 @@ type ServiceOptions struct {
 	Workers                  int      // TRIBUTARY_WORKERS; 0 leaves the configuration's
 	Args                     []string // more `serve` arguments, e.g. "--upstream", "tasks=URL"
 	OpenFiles                int      // > 0: started under `prlimit --nofile=N:N` (soft and hard limit)
+	Port                     int      // the loopback port to listen on; 0: a free one
+	Env                      []string // more environment, e.g. "TRIBUTARY_CLUSTER_SECRET=…"
 }
 
-// StartServiceWith runs `bin serve --config … --listen 127.0.0.1:PORT` (a free port, then
-// o.Args) with log level warning and its output in o.LogPath, and waits (≤ 15 s) until
+// StartServiceWith runs `bin serve --config … --listen 127.0.0.1:PORT` (o.Port or a free
+// port, then o.Args) with log level warning and its output in o.LogPath, and waits (≤ 15 s) until
 // /healthz answers 200. With o.OpenFiles, prlimit sets both open-file limits and then execs
 // the service, so the PID is the service's and it cannot raise its soft limit above N. Call it
 // from the main goroutine (see the package comment).
 func StartServiceWith(o ServiceOptions) (*Service, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	port := o.Port
+	if port == 0 {
+		var err error
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	logFile, err := os.Create(o.LogPath)
@@ -86,7 +91,7 @@ func StartServiceWith(o ServiceOptions) (*Service, error) {
 		name = "prlimit"
 	}
 	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "TRIBUTARY_LOG_LEVEL=warning")
+	cmd.Env = append(append(os.Environ(), "TRIBUTARY_LOG_LEVEL=warning"), o.Env...)
 	if o.Workers > 0 {
 		cmd.Env = append(cmd.Env, "TRIBUTARY_WORKERS="+strconv.Itoa(o.Workers))
 	}

@@ -20,6 +20,7 @@ type Workspace struct {
 	mu       sync.Mutex
 	services []*Service
 	redis    *Redis
+	stoppers []func() // more processes to stop (OnClose)
 }
 
 // NewWorkspace creates the directory (tributary-TOOL.* in the temporary directory) and
@@ -44,7 +45,11 @@ func NewWorkspace(tool string, keep bool) (*Workspace, error) {
 		if w.redis != nil {
 			w.redis.Kill()
 		}
+		stoppers := w.stoppers
 		w.mu.Unlock()
+		for _, stop := range stoppers {
+			stop()
+		}
 		w.remove()
 		os.Exit(130)
 	}()
@@ -83,13 +88,24 @@ func (w *Workspace) StartRedis() (*Redis, error) {
 	return r, err
 }
 
-// Close stops every service that still runs and the redis-server, and removes the
-// directory unless it is kept.
+// OnClose adds a process of the tool's own (nginx) to those an interrupt or Close stops:
+// stop is called then.
+func (w *Workspace) OnClose(stop func()) {
+	w.mu.Lock()
+	w.stoppers = append(w.stoppers, stop)
+	w.mu.Unlock()
+}
+
+// Close stops what OnClose added, every service that still runs and the redis-server, and
+// removes the directory unless it is kept.
 func (w *Workspace) Close() {
 	w.mu.Lock()
-	services, redis := w.services, w.redis
-	w.services, w.redis = nil, nil
+	services, redis, stoppers := w.services, w.redis, w.stoppers
+	w.services, w.redis, w.stoppers = nil, nil, nil
 	w.mu.Unlock()
+	for _, stop := range stoppers {
+		stop()
+	}
 	for _, s := range services {
 		s.Stop()
 	}

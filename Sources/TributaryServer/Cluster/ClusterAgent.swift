@@ -18,14 +18,23 @@ import Redis
 ///   the controls other replicas forward to it;
 /// - spreads reloads to every replica.
 ///
+/// Redis is a meeting point, not a trusted party: everything the agent writes there is
+/// sealed with the fleet's secret (``FleetSeal``), and everything it reads is dropped and
+/// counted (``FleetRejections``) unless its MAC holds, its time is not ahead of now by more
+/// than `leaseTTL`, it is not older than its kind allows or played back, and its content is
+/// what its kind holds (a state's document: JSON, within its upstream's `maxResponseBytes`).
+/// A lease that fails those checks counts as free. So a Redis client without the secret can
+/// delay the fleet at worst (a replica's writes can always be deleted), but never crash a
+/// replica, freeze its subscribers, show them a document of its own, or control a stream.
+///
 /// ```
 ///  replica A (lease holder)                Redis                      replica B
 ///  pipeline ─▶ state ─▶ EVAL publish ──▶ latest, PUBLISH states ──▶ follower ─▶ B's subscribers
 ///  A's streams ◀── apply ◀── PUBLISH replica:A ◀── GET stream:<digest> ◀── POST /streams/{id}/… on B
 /// ```
 ///
-/// Metrics: `tributary_cluster_connected` (0 or 1), `tributary_cluster_lease_held{resource}`.
-/// Loop-confined.
+/// Metrics: `tributary_cluster_connected` (0 or 1), `tributary_cluster_lease_held{resource}`,
+/// `tributary_cluster_rejected_total{reason}`. Loop-confined.
 final class ClusterAgent {
     /// How long a forwarded control may take before its answer is 504 `cluster_timeout`.
     static let controlTimeout: Duration = .seconds(2)
@@ -34,11 +43,17 @@ final class ClusterAgent {
     /// How long a resource's latest state stays in Redis after its last update: a first
     /// subscriber shows it at once, even after the fleet was idle a while.
     static let latestLifetime: Duration = .seconds(3600)
+    /// How much longer than its document a state may be: its time, MAC and error line.
+    static let stateOverheadBytes = 64 * 1024
+    /// The longest lease value or stream location read from Redis (a genuine one is ~130 bytes).
+    static let maximumValueBytes = 4096
 
     /// This replica's id: 128 random bits, new at every start.
     let replica = StreamID.random().description
     let keys: ClusterKeys
     let settings: Configuration.Cluster
+    private let seal: FleetSeal
+    private let rejections: FleetRejections
     private let loop: EventLoop
     private let redis: RedisClient
     private let directory: StreamDirectory
@@ -46,10 +61,16 @@ final class ClusterAgent {
     private var resources: [String: FleetLiveResource] = [:]
     /// This replica's live streams, by the digest Redis knows them by.
     private var streams: [String: StreamID] = [:]
+    /// Control requests sent and not answered yet, by their random tag.
     private var pending: [UInt64: (answer: (Result<Void, HTTPError>) -> Void, deadline: LoopTimer)] = [:]
-    private var nextTag: UInt64 = 0
+    private var random = SystemRandomNumberGenerator()
+    /// Control requests and reloads acted on lately, against their being played back.
+    private var recentRequests = RecentNonces()
+    private var recentReloads = RecentNonces()
     /// Resources whose lease script is in flight (one at a time each).
     private var ticking: Set<String> = []
+    /// Resources whose last state the lease fenced off: published again once the lease is back.
+    private var fenced: Set<String> = []
     private var ticker: LoopTimer!
     private var streamRenewal: LoopTimer!
     private var subscriptions: [AnyCancellable] = []
@@ -61,7 +82,12 @@ final class ClusterAgent {
         self.loop = loop
         self.directory = directory
         self.logger = logger
-        keys = ClusterKeys(prefix: settings.keyPrefix)
+        guard let secret = settings.secret else {
+            preconditionFailure("cluster.secret is required with cluster.redis (validated at load)")
+        }
+        seal = FleetSeal(secret: secret, maximumAhead: settings.leaseTTL)
+        rejections = FleetRejections(logger: logger)
+        keys = ClusterKeys(prefix: settings.keyPrefix, fleet: seal.fleet)
         redis = RedisClient(loop: loop, endpoint: settings.redis, configuration: .init(commandTimeout: .seconds(1)))
         connectedGauge.record(0)
         ticker = LoopTimer(loop: loop) { [unowned self] in tickAll() }
@@ -72,19 +98,20 @@ final class ClusterAgent {
             redis.states.sink { [unowned self] state in redisChanged(to: state) },
             redis.failures.sink { [unowned self] error in redisFailed(error) },
             redis.subscribe(to: keys.replica(replica)).sink { [unowned self] event in
-                if let payload = event.payload, let message = ClusterMessage.decodeAddressed(payload) { received(message) }
+                if let message = event.payload { receivedAddressed(message) }
             },
             redis.subscribe(to: keys.reloads).sink { [unowned self] event in
-                if let payload = event.payload { reloaded(String(decoding: payload, as: UTF8.self)) }
+                if let message = event.payload { receivedReload(message) }
             },
         ]
     }
 
     var isConnected: Bool { redis.state == .connected }
 
-    /// Makes `local` a resource of the whole fleet.
-    func adopt(_ local: LiveResource) -> FleetLiveResource {
-        let fleet = FleetLiveResource(local: local, agent: self)
+    /// Makes `local` a resource of the whole fleet; states from Redis whose document is
+    /// larger than `maximumDocumentBytes` (its upstream's `maxResponseBytes`) are refused.
+    func adopt(_ local: LiveResource, maximumDocumentBytes: Int) -> FleetLiveResource {
+        let fleet = FleetLiveResource(local: local, agent: self, maximumDocumentBytes: maximumDocumentBytes)
         resources[local.name] = fleet
         return fleet
     }
@@ -97,6 +124,7 @@ final class ClusterAgent {
         if case .leading = resource.role, isConnected {
             redis.send(RedisCommand("EVAL", Self.releaseScript, 1, keys.lease(name), replica)) { _ in }
         }
+        fenced.remove(name)
         resource.become(.idle)
     }
 
@@ -161,13 +189,20 @@ final class ClusterAgent {
     }
 
     /// Runs the lease script for `resource` and takes up the role it gives.
-    private func tick(_ resource: FleetLiveResource) {
+    ///
+    /// The lease's value is this replica's id, sealed with the time of each renewal. A
+    /// holder that another replica's value names is checked here: one whose seal fails, or
+    /// that no holder renewed for twice the TTL (a genuine value played back), counts as
+    /// free, and the script runs once more to replace exactly that value.
+    private func tick(_ resource: FleetLiveResource, replacing invalid: [UInt8]? = nil) {
         let name = resource.name
         guard !ticking.contains(name) else { return }
         ticking.insert(name)
-        let ttl = Self.milliseconds(settings.leaseTTL)
+        let ttl = Int(WallClock.milliseconds(settings.leaseTTL))
+        let value = seal.seal(Array(replica.utf8), at: WallClock.milliseconds(), for: keys.lease(name))
         let command = RedisCommand(
-            "EVAL", Self.leaseScript, 2, keys.lease(name), keys.interest(name), replica, ttl, resource.subscribers > 0 ? 1 : 0)
+            "EVAL", Self.leaseScript, 2, keys.lease(name), keys.interest(name), replica, value, ttl,
+            resource.subscribers > 0 ? 1 : 0, invalid ?? [])
         redis.send(command) { [unowned self] result in
             ticking.remove(name)
             guard resources[name] === resource else { return }  // released meanwhile
@@ -177,43 +212,87 @@ final class ClusterAgent {
             }
             switch role {
             case "lead":
-                if case .leading = resource.role { return }
+                let wasFenced = fenced.remove(name) != nil
+                if case .leading = resource.role {
+                    if wasFenced { resource.republishLatest() }
+                    return
+                }
                 logger.info("cluster: leading", metadata: ["resource": "\(name)"])
                 resource.become(.leading)
             case "follow":
+                let holder = answer.count > 1 ? answer[1].bytes ?? [] : []
+                if let reason = leaseRejection(holder, of: name) {
+                    rejections.reject(reason, from: keys.lease(name))
+                    // Replaced once per tick: a value rewritten meanwhile waits for the next.
+                    if invalid == nil { tick(resource, replacing: holder) }
+                    return
+                }
                 if case .leading = resource.role { logger.info("cluster: lease lost, following", metadata: ["resource": "\(name)"]) }
+                fenced.remove(name)
                 resource.become(.following)
             default:
+                fenced.remove(name)
                 resource.become(.idle)
             }
         }
     }
 
+    /// Why the lease value `holder` of resource `name` does not count (nil: it does).
+    private func leaseRejection(_ holder: [UInt8], of name: String) -> FleetRejection? {
+        let now = WallClock.milliseconds()
+        switch seal.open(holder, for: keys.lease(name), now: now) {
+        case .failure(let reason):
+            return reason
+        case .success(let lease):
+            guard ClusterMessage.decodeReplica(lease.payload) != nil else { return .malformed }
+            let renewedWithin = 2 * WallClock.milliseconds(settings.leaseTTL)
+            return lease.time.addingSaturated(renewedWithin) < now ? .stale : nil
+        }
+    }
+
     /// Sends a leader's state to the fleet: stored as the latest and published, only while
-    /// this replica still holds the lease (a leader that lost it, unknowingly, is fenced off).
+    /// this replica still holds the lease (a leader that lost it, unknowingly, is fenced off;
+    /// one whose lease was overwritten takes it back and publishes the state again).
     func publish(_ name: String, state: LiveState, producedAt: UInt64) {
-        let payload = ClusterMessage.encode(state, producedAt: producedAt)
+        let message = seal.seal(ClusterMessage.encode(state), at: producedAt, for: keys.states(name))
         let command = RedisCommand(
             "EVAL", Self.publishScript, 3, keys.lease(name), keys.latest(name), keys.states(name),
-            replica, payload, Self.milliseconds(Self.latestLifetime))
+            replica, message, Int(WallClock.milliseconds(Self.latestLifetime)))
         redis.send(command) { [unowned self] result in
-            if case .success(.integer(0)) = result, let resource = resources[name] { tick(resource) }
+            if case .success(.integer(1)) = result { return }
+            guard isConnected, let resource = resources[name] else { return }
+            fenced.insert(name)
+            tick(resource)
         }
     }
 
     /// Follows `name`'s leader: every state it publishes, and the latest at once (again after
-    /// every reconnect, as what was published meanwhile is lost). Cancel to stop.
-    func follow(_ name: String, _ take: @escaping (LiveState, UInt64) -> Void) -> AnyCancellable {
-        redis.subscribe(to: keys.states(name)).sink { [unowned self] event in
+    /// every reconnect, as what was published meanwhile is lost), each with when it was
+    /// produced. States that fail their checks are dropped and counted. Cancel to stop.
+    func follow(_ name: String, maximumDocumentBytes: Int, _ take: @escaping (LiveState, UInt64) -> Void) -> AnyCancellable {
+        let channel = keys.states(name)
+        let maximumBytes = maximumDocumentBytes + Self.stateOverheadBytes
+        let accept = { [unowned self] (message: [UInt8], source: String) in
+            let opened = seal.open(message, for: channel, now: WallClock.milliseconds(), maximumBytes: maximumBytes)
+            switch opened.flatMap({ opened in
+                ClusterMessage.decodeState(opened.payload, maximumDocumentBytes: maximumDocumentBytes).map { ($0, opened.time) }
+            }) {
+            case .success(let (state, producedAt)): take(state, producedAt)
+            case .failure(let reason): rejections.reject(reason, from: source)
+            }
+        }
+        return redis.subscribe(to: channel).sink { [unowned self] event in
             switch event {
             case .subscribed:
-                redis.send(RedisCommand("GET", keys.latest(name))) { result in
-                    guard case .success(let reply) = result, let bytes = reply.bytes,
-                          let decoded = ClusterMessage.decodeState(bytes) else { return }
-                    take(decoded.state, decoded.producedAt)
+                redis.send(RedisCommand("EVAL", Self.boundedGetScript, 1, keys.latest(name), maximumBytes)) { [unowned self] result in
+                    switch result {
+                    case .success(.string(let bytes)): accept(bytes, keys.latest(name))
+                    case .success(.integer): rejections.reject(.tooLarge, from: keys.latest(name))
+                    default: break
+                    }
                 }
             case .message(let bytes):
-                if let decoded = ClusterMessage.decodeState(bytes) { take(decoded.state, decoded.producedAt) }
+                accept(bytes, channel)
             }
         }
     }
@@ -223,8 +302,31 @@ final class ClusterAgent {
     /// Reloads `name` for every subscriber of every replica (here only, while Redis is away).
     func reload(_ name: String) {
         guard isConnected else { return reloaded(name) }
-        redis.send(RedisCommand("PUBLISH", keys.reloads, name)) { [unowned self] result in
+        let message = seal.seal(
+            ClusterMessage.encodeReload(of: name, nonce: random.next()), at: WallClock.milliseconds(), for: keys.reloads)
+        redis.send(RedisCommand("PUBLISH", keys.reloads, message)) { [unowned self] result in
             if case .failure = result { reloaded(name) }
+        }
+    }
+
+    /// A reload from the reload channel: acted on when genuine, at most `leaseTTL` old and
+    /// not seen before.
+    private func receivedReload(_ message: [UInt8]) {
+        let now = WallClock.milliseconds()
+        let window = WallClock.milliseconds(settings.leaseTTL)
+        switch seal.open(message, for: keys.reloads, now: now) {
+        case .failure(let reason):
+            rejections.reject(reason, from: keys.reloads)
+        case .success(let opened):
+            guard let reload = ClusterMessage.decodeReload(opened.payload) else {
+                return rejections.reject(.malformed, from: keys.reloads)
+            }
+            let expiry = opened.time.addingSaturated(window)
+            guard expiry >= now else { return rejections.reject(.stale, from: keys.reloads) }
+            guard recentReloads.firstSight(of: reload.nonce, until: expiry, now: now) else {
+                return rejections.reject(.replayed, from: keys.reloads)
+            }
+            reloaded(reload.resource)
         }
     }
 
@@ -252,8 +354,9 @@ final class ClusterAgent {
     }
 
     private func register(_ digest: String) {
-        let lifetime = Self.milliseconds(Self.streamKeyLifetime)
-        redis.send(RedisCommand("SET", keys.stream(digest: digest), replica, "PX", lifetime)) { _ in }
+        let key = keys.stream(digest: digest)
+        let location = seal.seal(Array(replica.utf8), at: WallClock.milliseconds(), for: key)
+        redis.send(RedisCommand("SET", key, location, "PX", Int(WallClock.milliseconds(Self.streamKeyLifetime)))) { _ in }
     }
 
     private func registerAllStreams() {
@@ -274,8 +377,8 @@ final class ClusterAgent {
         locate(digest, retrying: true) { [unowned self] holder in
             guard let holder else { return answer(.failure(unknown)) }
             guard holder != replica else { return answer(.failure(unknown)) }
-            nextTag += 1
-            let tag = nextTag
+            var tag: UInt64 = random.next()
+            while pending[tag] != nil { tag = random.next() }
             let deadline = LoopTimer(loop: loop) { [unowned self] in
                 complete(tag, .failure(HTTPError(
                     status: 504, code: "cluster_timeout",
@@ -284,7 +387,9 @@ final class ClusterAgent {
             deadline.schedule(after: Self.controlTimeout)
             pending[tag] = (answer, deadline)
             let request = ClusterMessage.ControlRequest(tag: tag, from: replica, stream: digest, control: control)
-            redis.send(RedisCommand("PUBLISH", keys.replica(holder), ClusterMessage.encode(request))) { [unowned self] result in
+            let channel = keys.replica(holder)
+            let message = seal.seal(ClusterMessage.encode(request), at: WallClock.milliseconds(), for: channel)
+            redis.send(RedisCommand("PUBLISH", channel, message)) { [unowned self] result in
                 guard case .success(.integer(let receivers)) = result, receivers > 0 else {
                     // The holder is gone (a replica that died keeps its streams' keys a while).
                     redis.send(RedisCommand("DEL", keys.stream(digest: digest))) { _ in }
@@ -299,17 +404,51 @@ final class ClusterAgent {
     /// How long a lookup that found no stream waits before asking Redis once more.
     static let relookupDelay: Duration = .milliseconds(150)
 
-    /// The replica holding the stream with `digest` (nil: none), from Redis.
+    /// The replica holding the stream with `digest` (nil: none), from Redis. A location
+    /// that fails its seal names no replica.
     private func locate(
         _ digest: String, retrying: Bool, _ found: @escaping (String?) -> Void, unavailable: @escaping () -> Void
     ) {
-        redis.send(RedisCommand("GET", keys.stream(digest: digest))) { [unowned self] result in
+        let key = keys.stream(digest: digest)
+        redis.send(RedisCommand("EVAL", Self.boundedGetScript, 1, key, Self.maximumValueBytes)) { [unowned self] result in
             guard case .success(let reply) = result else { return unavailable() }
-            if let holder = reply.text { return found(holder) }
+            if reply.integer != nil { rejections.reject(.tooLarge, from: key) }
+            if let location = reply.bytes {
+                switch seal.open(location, for: key, now: WallClock.milliseconds()) {
+                case .success(let opened):
+                    if let holder = ClusterMessage.decodeReplica(opened.payload) { return found(holder) }
+                    rejections.reject(.malformed, from: key)
+                case .failure(let reason):
+                    rejections.reject(reason, from: key)
+                }
+            }
             guard retrying else { return found(nil) }
             LoopTimer.fireAndForget(loop: loop, after: Self.relookupDelay) { [weak self] in
                 self?.locate(digest, retrying: false, found, unavailable: unavailable)
             }
+        }
+    }
+
+    /// A message on this replica's own channel: acted on when genuine, a request only when at
+    /// most ``controlTimeout`` old (its sender has given up since) and not seen before.
+    private func receivedAddressed(_ message: [UInt8]) {
+        let channel = keys.replica(replica)
+        let now = WallClock.milliseconds()
+        switch seal.open(message, for: channel, now: now, maximumBytes: .max) {
+        case .failure(let reason):
+            rejections.reject(reason, from: channel)
+        case .success(let opened):
+            guard let addressed = ClusterMessage.decodeAddressed(opened.payload) else {
+                return rejections.reject(.malformed, from: channel)
+            }
+            if case .request(let request) = addressed {
+                let expiry = opened.time.addingSaturated(WallClock.milliseconds(Self.controlTimeout))
+                guard expiry >= now else { return rejections.reject(.stale, from: channel) }
+                guard recentRequests.firstSight(of: request.tag, until: expiry, now: now) else {
+                    return rejections.reject(.replayed, from: channel)
+                }
+            }
+            received(addressed)
         }
     }
 
@@ -328,7 +467,9 @@ final class ClusterAgent {
 
     private func reply(to request: ClusterMessage.ControlRequest, _ outcome: Result<Void, HTTPError>) {
         let reply = ClusterMessage.ControlReply(tag: request.tag, outcome: outcome)
-        redis.send(RedisCommand("PUBLISH", keys.replica(request.from), ClusterMessage.encode(reply))) { _ in }
+        let channel = keys.replica(request.from)
+        let message = seal.seal(ClusterMessage.encode(reply), at: WallClock.milliseconds(), for: channel)
+        redis.send(RedisCommand("PUBLISH", channel, message)) { _ in }
     }
 
     private func complete(_ tag: UInt64, _ outcome: Result<Void, HTTPError>) {
@@ -340,44 +481,62 @@ final class ClusterAgent {
     static let unavailable = HTTPError(
         status: 503, code: "cluster_unavailable", message: "the stream is not on this replica, and the fleet cannot be reached to find it")
 
-    private static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
-    }
-
     // MARK: - Scripts (run atomically by Redis)
 
-    /// KEYS: lease, interest. ARGV: replica, lease TTL (ms), interested (0/1).
-    /// Notes this replica's interest (it expires with the lease TTL), then: a holder keeps the
-    /// lease while any replica is interested and releases it otherwise; an interested replica
-    /// takes a free lease or follows its holder. Times are Redis's own.
+    // A lease's value is `<MAC> <time> <replica>` (``FleetSeal``); the scripts cannot check a
+    // MAC, so they know a replica's own lease by its id at the end, and the replica checks
+    // every other holder's seal itself. A key of another type than its own, or a lease longer
+    // than any genuine one (written by someone else), counts as absent.
+
+    /// KEYS: lease, interest. ARGV: replica, its lease value, lease TTL (ms), interested (0/1),
+    /// a holder's value this replica found invalid ('' if none).
+    /// Notes this replica's interest (it expires with the lease TTL), then: a holder renews
+    /// the lease (a new value) while any replica is interested and releases it otherwise; an
+    /// interested replica takes a free lease, or one whose value it found invalid, or follows
+    /// its holder (answered with the holder's value, for the replica to check). Times are
+    /// Redis's own.
     static let leaseScript = """
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-        local ttl = tonumber(ARGV[2])
-        if ARGV[3] == '1' then
+        local ttl = tonumber(ARGV[3])
+        if redis.call('TYPE', KEYS[2])['ok'] ~= 'zset' then redis.call('DEL', KEYS[2]) end
+        if ARGV[4] == '1' then
           redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
           redis.call('PEXPIRE', KEYS[2], ttl * 3)
         end
         redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-        local holder = redis.call('GET', KEYS[1])
-        if holder == ARGV[1] then
-          if ARGV[3] == '1' or redis.call('ZCARD', KEYS[2]) > 0 then
-            redis.call('PEXPIRE', KEYS[1], ttl)
+        local holder = redis.pcall('GET', KEYS[1])
+        if type(holder) ~= 'string' or #holder > \(maximumValueBytes) then holder = false end
+        local suffix = ' ' .. ARGV[1]
+        if holder and string.sub(holder, -#suffix) == suffix then
+          if ARGV[4] == '1' or redis.call('ZCARD', KEYS[2]) > 0 then
+            redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
             return {'lead'}
           end
           redis.call('DEL', KEYS[1])
           return {'idle'}
         end
-        if ARGV[3] ~= '1' then return {'idle'} end
-        if holder then return {'follow'} end
-        redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+        if ARGV[4] ~= '1' then return {'idle'} end
+        if holder and holder ~= ARGV[5] then return {'follow', holder} end
+        redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
         return {'lead'}
         """
 
-    /// KEYS: lease, latest, states. ARGV: replica, state, latest's lifetime (ms). 1 when sent.
+    /// KEYS: a key. ARGV: the most bytes to read. Its value when a string of at most that
+    /// many bytes; its length when longer (a replica reads only what it could use, whatever
+    /// someone wrote there); nil when absent or of another type.
+    static let boundedGetScript = """
+        local length = redis.pcall('STRLEN', KEYS[1])
+        if type(length) ~= 'number' or length == 0 then return false end
+        if length > tonumber(ARGV[1]) then return length end
+        return redis.call('GET', KEYS[1])
+        """
+
+    /// KEYS: lease, latest, states. ARGV: replica, sealed state, latest's lifetime (ms). 1 when sent.
     static let publishScript = """
-        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+        local holder = redis.pcall('GET', KEYS[1])
+        local suffix = ' ' .. ARGV[1]
+        if type(holder) ~= 'string' or string.sub(holder, -#suffix) ~= suffix then return 0 end
         redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
         redis.call('PUBLISH', KEYS[3], ARGV[2])
         return 1
@@ -385,7 +544,9 @@ final class ClusterAgent {
 
     /// KEYS: lease. ARGV: replica. Deletes the lease if this replica holds it.
     static let releaseScript = """
-        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+        local holder = redis.pcall('GET', KEYS[1])
+        local suffix = ' ' .. ARGV[1]
+        if type(holder) == 'string' and string.sub(holder, -#suffix) == suffix then return redis.call('DEL', KEYS[1]) end
         return 0
         """
 }

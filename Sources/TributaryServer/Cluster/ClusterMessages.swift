@@ -1,21 +1,28 @@
+import HTTPCore
 import Aggregation
 import EventLoop
 import HTTPServer
 
-/// What replicas tell each other through Redis, and how it is written.
+/// What replicas tell each other through Redis, and how it is written: the payloads that
+/// ``FleetSeal`` signs and checks (it adds the MAC and the time), and what a replica checks
+/// in them once their MAC is good, so that even a replica's own mistake cannot reach its
+/// subscribers.
 ///
-/// - A live resource's state, from its leader: a header line `v1 <produced at>` (wall-clock
-///   milliseconds), a line with the refresh's error as JSON (`null` when it succeeded), then
-///   the snapshot's JSON as is (empty when there is none yet). Versions are content hashes, so followers compute the
-///   same `id:` from the same bytes.
+/// - A live resource's state, from its leader (sealed with when it was produced): a line
+///   with the refresh's error as JSON (`null` when it succeeded), then the snapshot's JSON
+///   as is (empty when there is none yet). Versions are content hashes, so followers compute
+///   the same `id:` from the same bytes. A document that is not JSON, or larger than its
+///   upstream's `maxResponseBytes`, is refused.
 /// - A control request for a stream (to the replica holding it) and its answer: small JSON
 ///   objects. A stream is named by the digest of its id (``ClusterKeys/streamDigest(_:)``),
-///   never by the id.
+///   never by the id; a request's tag is 64 random bits, so an answer cannot be guessed.
+/// - A reload: a random nonce (so a replayed one is told apart) and the resource's name.
+/// - A lease or a stream's location: the holding replica's id.
 enum ClusterMessage {
     // MARK: - Live states
 
-    static func encode(_ state: LiveState, producedAt: UInt64) -> [UInt8] {
-        var bytes = Array("v1 \(producedAt)\n".utf8)
+    static func encode(_ state: LiveState) -> [UInt8] {
+        var bytes: [UInt8] = []
         if let error = state.error {
             bytes += JSON.object([
                 ("code", .string(error.code.rawValue)), ("upstream", .string(error.upstream)),
@@ -29,22 +36,56 @@ enum ClusterMessage {
         return bytes
     }
 
-    static func decodeState(_ bytes: [UInt8]) -> (state: LiveState, producedAt: UInt64)? {
-        guard let firstEnd = bytes.firstIndex(of: 0x0A),
-              let secondEnd = bytes[(firstEnd + 1)...].firstIndex(of: 0x0A) else { return nil }
-        let header = String(decoding: bytes[..<firstEnd], as: UTF8.self).split(separator: " ")
-        guard header.count == 2, header[0] == "v1", let producedAt = UInt64(header[1]),
-              let error = try? JSON(parsing: Array(bytes[(firstEnd + 1)..<secondEnd])) else { return nil }
+    /// The state in `payload`, or why it is refused: a document larger than
+    /// `maximumDocumentBytes` (``FleetRejection/tooLarge``) or not valid JSON, an error that
+    /// names no known code (``FleetRejection/malformed``).
+    static func decodeState(_ payload: ArraySlice<UInt8>, maximumDocumentBytes: Int) -> Result<LiveState, FleetRejection> {
+        guard let lineEnd = payload.firstIndex(of: 0x0A) else { return .failure(.malformed) }
+        let document = Array(payload[(lineEnd + 1)...])
+        guard document.count <= maximumDocumentBytes else { return .failure(.tooLarge) }
+        guard let error = try? JSON(parsing: payload[..<lineEnd]) else { return .failure(.malformed) }
         var state = LiveState()
-        if case .object = error {
-            guard let code = error["code"]?.stringValue.flatMap(ResourceError.Code.init(rawValue:)) else { return nil }
+        switch error {
+        case .null:
+            break
+        case .object:
+            guard let code = error["code"]?.stringValue.flatMap(ResourceError.Code.init(rawValue:)) else { return .failure(.malformed) }
             state.error = ResourceError(
                 code: code, upstream: error["upstream"]?.stringValue ?? "", path: error["path"]?.stringValue ?? "",
                 message: error["message"]?.stringValue ?? "")
+        default:
+            return .failure(.malformed)
         }
-        let snapshot = Array(bytes[(secondEnd + 1)...])
-        if !snapshot.isEmpty { state.snapshot = Snapshot(json: snapshot) }
-        return (state, producedAt)
+        if !document.isEmpty {
+            guard (try? JSON(parsing: document, keeping: .objects)) != nil else { return .failure(.malformed) }
+            state.snapshot = Snapshot(json: document)
+        }
+        return .success(state)
+    }
+
+    // MARK: - Reloads
+
+    static func encodeReload(of resource: String, nonce: UInt64) -> [UInt8] {
+        Array("\(LowercaseHex.string(nonce)) \(resource)".utf8)
+    }
+
+    /// The nonce and the resource of a reload.
+    static func decodeReload(_ payload: ArraySlice<UInt8>) -> (nonce: UInt64, resource: String)? {
+        guard payload.count > 17, payload[payload.startIndex + 16] == UInt8(ascii: " ") else { return nil }
+        let digits = payload.prefix(16)
+        guard digits.allSatisfy(LowercaseHex.isDigit) else { return nil }
+        let resource = String(decoding: payload.dropFirst(17), as: UTF8.self)
+        guard resource.utf8.allSatisfy({ Configuration.resourceNameBytes.contains($0) }) else { return nil }
+        return (LowercaseHex.value(of: digits), resource)
+    }
+
+    // MARK: - Replicas
+
+    /// The replica id in `payload` (a lease's or a stream location's): 32 lowercase hex
+    /// digits, as ``ClusterAgent/replica`` is, or nil.
+    static func decodeReplica(_ payload: ArraySlice<UInt8>) -> String? {
+        guard let id = StreamID(String(decoding: payload, as: UTF8.self)) else { return nil }
+        return id.description
     }
 
     // MARK: - Stream control
@@ -106,12 +147,13 @@ enum ClusterMessage {
 
     /// A message on a replica's own channel: a request for one of its streams, or an answer
     /// to one of its requests. Nil for anything else.
-    static func decodeAddressed(_ bytes: [UInt8]) -> Addressed? {
+    static func decodeAddressed(_ bytes: ArraySlice<UInt8>) -> Addressed? {
         guard let message = try? JSON(parsing: bytes), let kind = message["kind"]?.stringValue,
               case .number(let tagText)? = message["tag"], let tag = UInt64(tagText) else { return nil }
         switch kind {
         case "control":
-            guard let from = message["from"]?.stringValue, let stream = message["stream"]?.stringValue else { return nil }
+            guard let from = message["from"]?.stringValue, StreamID(from) != nil,
+                  let stream = message["stream"]?.stringValue else { return nil }
             if let name = message["trigger"]?.stringValue {
                 var arguments: [String: String] = [:]
                 for (key, value) in message["arguments"]?.objectValue ?? [] { arguments[key] = value.stringValue }
@@ -120,7 +162,9 @@ enum ClusterMessage {
             guard let name = message["input"]?.stringValue, let value = message["value"]?.stringValue else { return nil }
             return .request(ControlRequest(tag: tag, from: from, stream: stream, control: .input(name, value: value)))
         case "reply":
-            guard case .number(let statusText)? = message["status"], let status = Int(statusText) else { return nil }
+            guard case .number(let statusText)? = message["status"], let status = Int(statusText), (200...599).contains(status) else {
+                return nil
+            }
             if status == 202 { return .reply(ControlReply(tag: tag, outcome: .success(()))) }
             let error = HTTPError(
                 status: status, code: message["code"]?.stringValue ?? "cluster_error", message: message["message"]?.stringValue ?? "")
@@ -131,11 +175,17 @@ enum ClusterMessage {
     }
 }
 
-/// The names a fleet uses in Redis, all under `cluster.keyPrefix`.
+/// The names a fleet uses in Redis, all under `cluster.keyPrefix` and the fleet's name
+/// (``FleetSeal/fleet``, from its secret): `tributary:3f9c0b1e7a2d4c58:lease:groups`.
 struct ClusterKeys: Sendable {
+    /// `cluster.keyPrefix`, `:`, the fleet's name.
     let prefix: String
 
-    /// The replica holding a live resource's lease (value: its replica id; expires unless renewed).
+    init(prefix: String, fleet: String) {
+        self.prefix = "\(prefix):\(fleet)"
+    }
+
+    /// The replica holding a live resource's lease (value: its replica id, sealed; expires unless renewed).
     func lease(_ resource: String) -> String { "\(prefix):lease:\(resource)" }
     /// Replicas with subscribers of a resource, scored by when that expires (milliseconds).
     func interest(_ resource: String) -> String { "\(prefix):interest:\(resource)" }
@@ -143,9 +193,9 @@ struct ClusterKeys: Sendable {
     func latest(_ resource: String) -> String { "\(prefix):latest:\(resource)" }
     /// Where a resource's leader publishes each state.
     func states(_ resource: String) -> String { "\(prefix):states:\(resource)" }
-    /// Where any replica announces a reload (the message: the resource's name).
+    /// Where any replica announces a reload.
     var reloads: String { "\(prefix):reload" }
-    /// The replica holding a stream (value: its replica id), under the digest of the id.
+    /// The replica holding a stream (value: its replica id, sealed), under the digest of the id.
     func stream(digest: String) -> String { "\(prefix):stream:\(digest)" }
     /// A replica's own channel: control requests for its streams, answers to its requests.
     func replica(_ id: String) -> String { "\(prefix):replica:\(id)" }

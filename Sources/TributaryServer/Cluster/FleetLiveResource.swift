@@ -1,5 +1,4 @@
 import Aggregation
-import Glibc
 import CoreMetrics
 import OpenCombine
 import Rivers
@@ -24,7 +23,9 @@ import Rivers
 /// to well under a refresh interval), and a replica takes in only states newer than the one
 /// it shows. That covers what terms alone would not: while Redis is away every replica runs
 /// alone, so when the fleet forms again a follower may have shown newer data than the
-/// leader's latest, and keeps it until the leader refreshes past it. Loop-confined to the first
+/// leader's latest, and keeps it until the leader refreshes past it. A time from Redis is never
+/// ahead of this replica's clock by more than `leaseTTL` (``FleetSeal`` refuses it), and every
+/// sum with one saturates. Loop-confined to the first
 /// worker's loop; the process's other workers reach it through ``RemoteLiveResource``.
 final class FleetLiveResource: LiveSource {
     enum Role: Equatable {
@@ -48,6 +49,8 @@ final class FleetLiveResource: LiveSource {
 
     private let local: LiveResource
     private unowned let agent: ClusterAgent
+    /// The largest document taken from Redis: the upstream's `maxResponseBytes`.
+    private let maximumDocumentBytes: Int
     private let latest = CurrentValueSubject<LiveState?, Never>(nil)
     /// When the state shown was produced (milliseconds since 1970); older ones are dropped.
     private var shownAt: UInt64 = 0
@@ -55,10 +58,11 @@ final class FleetLiveResource: LiveSource {
     private var relay: AnyCancellable?
     private let leaseHeld: Gauge
 
-    init(local: LiveResource, agent: ClusterAgent) {
+    init(local: LiveResource, agent: ClusterAgent, maximumDocumentBytes: Int) {
         name = local.name
         self.local = local
         self.agent = agent
+        self.maximumDocumentBytes = maximumDocumentBytes
         leaseHeld = Gauge(label: "tributary_cluster_lease_held", dimensions: [("resource", local.name)])
         leaseHeld.record(0)
     }
@@ -94,19 +98,20 @@ final class FleetLiveResource: LiveSource {
             leaseHeld.record(1)
             // A leader that already runs the pipeline (it ran alone) publishes its latest at
             // once; followers that showed newer data meanwhile keep theirs.
-            if pipeline != nil, let state = latest.value { publish(state, producedAt: shownAt) }
+            republishLatest()
             startPipeline()
         case .following:
             stopPipeline()
-            relay = agent.follow(name) { [unowned self] state, producedAt in take(state, producedAt: producedAt) }
+            relay = agent.follow(name, maximumDocumentBytes: maximumDocumentBytes) { [unowned self] state, producedAt in
+                take(state, producedAt: producedAt)
+            }
         }
     }
 
     private func startPipeline() {
         guard pipeline == nil else { return }
         pipeline = local.states.sink { [unowned self] state in
-            let now = Self.wallClockMilliseconds()
-            shownAt = max(now, shownAt + 1)
+            shownAt = max(WallClock.milliseconds(), shownAt.addingSaturated(1))
             // The fleet first: the other replicas' subscribers wait on Redis's round trip,
             // this replica's own on nothing but the loop.
             publish(state, producedAt: shownAt)
@@ -116,6 +121,12 @@ final class FleetLiveResource: LiveSource {
 
     private func stopPipeline() {
         pipeline = nil
+    }
+
+    /// Publishes the state the running pipeline last made, when leading: on taking the lease,
+    /// and when the lease was overwritten under a publish, which it fenced off, and is back.
+    func republishLatest() {
+        if pipeline != nil, let state = latest.value { publish(state, producedAt: shownAt) }
     }
 
     /// Sends a state of the local pipeline to the fleet, when leading.
@@ -129,12 +140,6 @@ final class FleetLiveResource: LiveSource {
         guard role == .following, producedAt > shownAt else { return }
         shownAt = producedAt
         latest.send(state)
-    }
-
-    private static func wallClockMilliseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec / 1_000_000)
     }
 
     private func subscribersChanged(by change: Int) {

@@ -32,6 +32,7 @@ extension Configuration {
         var configuration = try Configuration(yaml: YAMLSection.root(yaml: yaml, file: file), environment: environment)
         try configuration.apply(environment: environment)
         try configuration.apply(overrides)
+        if let secret = configuration.clusterSecretFromEnvironment { configuration.cluster?.secret = secret }
         try configuration.validate(file: file)
         return configuration
     }
@@ -76,7 +77,7 @@ extension Configuration {
             sse.maxSubscribers = try section.integer("maxSubscribers", atLeast: 1) ?? sse.maxSubscribers
         }
         if let section = try root.section("cluster") {
-            try section.allowOnly(["redis", "leaseTTL", "keyPrefix"])
+            try section.allowOnly(["redis", "leaseTTL", "keyPrefix", "secret"])
             // The Redis may come from the environment or the command line instead.
             var cluster = Configuration.Cluster(redis: RedisEndpoint(host: "unset"))
             if let ttl = try section.duration("leaseTTL") {
@@ -90,6 +91,9 @@ extension Configuration {
                     throw ConfigurationError(section.location("keyPrefix"), "expected a non-empty prefix without spaces, found \"\(prefix)\"")
                 }
                 cluster.keyPrefix = prefix
+            }
+            if let secret = try section.string("secret"), !secret.isEmpty {
+                cluster.secret = try ClusterSecret(secret, at: section.location("secret"))
             }
             if let redis = try section.string("redis") {
                 cluster.redis = try Self.redisEndpoint(redis, at: section.location("redis"))
@@ -447,6 +451,9 @@ extension Configuration {
         }
         if let level = environment["TRIBUTARY_LOG_LEVEL"] { server.logLevel = level }
         if let redis = environment["TRIBUTARY_REDIS_URL"], !redis.isEmpty { try setRedis(redis, at: "TRIBUTARY_REDIS_URL") }
+        if let secret = environment["TRIBUTARY_CLUSTER_SECRET"], !secret.isEmpty {
+            clusterSecretFromEnvironment = try ClusterSecret(secret, at: "TRIBUTARY_CLUSTER_SECRET")
+        }
         if let token = environment["TRIBUTARY_ADMIN_TOKEN"] { server.adminToken = token.isEmpty ? nil : token }
         if let origins = environment["TRIBUTARY_CORS_ORIGINS"] {
             server.corsOrigins = origins.split(separator: ",").map { String($0).trimmingSpaces }.filter { !$0.isEmpty }
@@ -498,6 +505,12 @@ extension Configuration {
     private func validate(file: String) throws(ConfigurationError) {
         if clusterWithoutRedis != nil {
             throw ConfigurationError("\(file): cluster.redis", "required: where the fleet's Redis is (or TRIBUTARY_REDIS_URL, --redis)")
+        }
+        if let cluster, cluster.secret == nil {
+            throw ConfigurationError(
+                "\(file): cluster.secret",
+                "required with cluster.redis: the fleet's shared secret, which signs everything it writes to Redis "
+                    + "(or TRIBUTARY_CLUSTER_SECRET; e.g. openssl rand -hex 32)")
         }
         guard Self.logLevels.contains(server.logLevel) else {
             throw ConfigurationError("\(file): server.logLevel", "expected one of \(Self.logLevels.sorted().joined(separator: ", ")), found \"\(server.logLevel)\"")

@@ -14,6 +14,8 @@ public struct Configuration: Sendable {
     public var cluster: Cluster?
     /// A file's `cluster:` settings waiting for the Redis from the environment or the command line.
     var clusterWithoutRedis: Cluster?
+    /// `TRIBUTARY_CLUSTER_SECRET`, for the cluster the Redis from the command line may still make.
+    var clusterSecretFromEnvironment: ClusterSecret?
     public var upstreams: [String: UpstreamSettings] = [:]
     public var resources: [String: Resource] = [:]
 
@@ -100,6 +102,10 @@ public struct Configuration: Sendable {
         /// `keyPrefix`: the prefix of every Redis key and channel, so several fleets can share
         /// one Redis.
         public var keyPrefix = "tributary"
+        /// `secret`, `TRIBUTARY_CLUSTER_SECRET` (required with `redis`): every message and
+        /// value a replica writes to Redis is signed with it, and anything that fails its
+        /// signature is dropped (docs/fleet.md). Replicas with another secret are another fleet.
+        public var secret: ClusterSecret?
 
         public init(redis: RedisEndpoint) {
             self.redis = redis

@@ -14,11 +14,26 @@ struct YAMLSection {
         do {
             node = try Yams.compose(yaml: yaml)
         } catch {
-            throw ConfigurationError(file, "not valid YAML: \(error)")
+            throw ConfigurationError(file, "not valid YAML: \(problem(error))")
         }
         guard let node else { return YAMLSection(mapping: [:], path: "", file: file) }
         guard case .mapping(let mapping) = node else { throw ConfigurationError(file, "the top level must be a mapping of keys") }
         return YAMLSection(mapping: mapping, path: "", file: file)
+    }
+
+    /// What Yams found wrong and where, without the text around it that its own description
+    /// quotes: the line may hold a secret (`cluster.secret`, an upstream's header).
+    private static func problem(_ error: any Error) -> String {
+        guard let error = error as? YamlError else { return "\(error)" }
+        switch error {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+             .composer(let context, let problem, let mark, _):
+            return "\(mark): " + (context.map { "\($0.text) (line \($0.mark.line)), " } ?? "") + problem
+        case .reader(let problem, let offset, _, _):
+            return "\(problem)" + (offset.map { " at character \($0)" } ?? "")
+        default:
+            return "\(error)"
+        }
     }
 
     func location(_ key: String) -> String {

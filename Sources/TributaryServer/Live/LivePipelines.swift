@@ -18,8 +18,11 @@ import Synchronization
 ///
 /// Bounded: at most `maxLivePipelines` keys of a resource (503 `too_many_pipelines` beyond),
 /// and at most `server.maxIdentities` identities with pipelines (503 `too_many_identities`).
-/// A key is forgotten when its last follower lets go; its pipeline stops when its last
-/// subscriber leaves. Thread-safe: workers admit and release from their own loops.
+/// A pipeline stops when its last subscriber leaves; a key of parameter values or an identity
+/// is forgotten then too. A resource's one public document keeps its pipeline (stopped), and
+/// with it the latest state, which its next subscriber gets at once, as a fleet's follower
+/// needs when it is not sent the state again. Thread-safe: workers admit and release from
+/// their own loops.
 final class LivePipelines: Sendable {
     /// Where every pipeline runs.
     let home: EventLoop
@@ -92,7 +95,8 @@ final class LivePipelines: Sendable {
     func release(_ pipeline: SharedPipeline) {
         table.withLock { table in
             pipeline.followers -= 1
-            guard pipeline.followers == 0, table.pipelines[pipeline.key] === pipeline else { return }
+            guard pipeline.followers == 0, table.pipelines[pipeline.key] === pipeline,
+                  pipeline.key != .publicDocument(of: pipeline.key.resource) else { return }
             table.pipelines[pipeline.key] = nil
             let resource = pipeline.key.resource
             table.perResource[resource, default: 1] -= 1
@@ -101,6 +105,18 @@ final class LivePipelines: Sendable {
             if !identity.isAnonymous {
                 table.identities[identity, default: 1] -= 1
                 if table.identities[identity] == 0 { table.identities[identity] = nil }
+            }
+        }
+    }
+
+    /// Forgets the pipelines of `resource` that no worker follows (a reload removed or changed
+    /// it): its public document's, kept while it was served, goes too.
+    func forgetIdle(of resource: String) {
+        table.withLock { table in
+            for (key, pipeline) in table.pipelines where key.resource == resource && pipeline.followers == 0 {
+                table.pipelines[key] = nil
+                table.perResource[resource, default: 1] -= 1
+                if table.perResource[resource] == 0 { table.perResource[resource] = nil }
             }
         }
     }
