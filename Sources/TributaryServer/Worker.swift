@@ -228,10 +228,8 @@ public final class Worker {
             name: name, upstream: upstream, definition: settings.definition, parameters: pipeline.request.parameters,
             caller: pipeline.request.caller)
         let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:))
-        // The fleet shares the one document every client of the resource sees; pipelines of
-        // parameter values or identities run in each replica that has their streams.
-        guard pipeline.key == .publicDocument(of: name), let cluster = shares.cluster else { return local }
-        return cluster.agent.value.adopt(local, maximumDocumentBytes: pipeline.definition.upstream.policy.maxResponseBytes)
+        guard let cluster = shares.cluster else { return local }
+        return cluster.agent.value.adopt(local, key: pipeline.key, maximumDocumentBytes: pipeline.definition.upstream.policy.maxResponseBytes)
     }
 
     /// Makes an ``Upstream`` for each upstream new or changed in ``configuration`` (a

@@ -10,6 +10,13 @@ public protocol LiveSource: AnyObject {
     var states: AnyPublisher<LiveState, Never> { get }
     /// Refreshes now, for every subscriber of every worker.
     func reload()
+    /// No stream will follow it again (its key was forgotten): what it holds beyond its
+    /// pipeline (a lease in a fleet) goes now.
+    func retire()
+}
+
+extension LiveSource {
+    public func retire() {}
 }
 
 extension LiveResource: LiveSource {}

@@ -108,24 +108,63 @@ final class ClusterAgent {
 
     var isConnected: Bool { redis.state == .connected }
 
-    /// Makes `local` a resource of the whole fleet; states from Redis whose document is
-    /// larger than `maximumDocumentBytes` (its upstream's `maxResponseBytes`) are refused.
-    func adopt(_ local: LiveResource, maximumDocumentBytes: Int) -> FleetLiveResource {
-        let fleet = FleetLiveResource(local: local, agent: self, maximumDocumentBytes: maximumDocumentBytes)
-        resources[local.name] = fleet
+    /// Makes `local`, the pipeline of `key`, a pipeline of the whole fleet; states from Redis
+    /// whose document is larger than `maximumDocumentBytes` (its upstream's
+    /// `maxResponseBytes`) are refused.
+    func adopt(_ local: LiveResource, key: SharingKey, maximumDocumentBytes: Int) -> FleetLiveResource {
+        let fleet = FleetLiveResource(local: local, name: Self.fleetName(of: key), agent: self, maximumDocumentBytes: maximumDocumentBytes)
+        if let replaced = resources[fleet.name] { stopSharing(replaced) }
+        if leasesHeld[key.resource] == nil {
+            let gauge = Gauge(label: "tributary_cluster_lease_held", dimensions: [("resource", key.resource)])
+            gauge.record(0)
+            leasesHeld[key.resource] = (0, gauge)
+        }
+        resources[fleet.name] = fleet
         return fleet
     }
 
-    /// Stops sharing resource `name` (a configuration reload removed or changed it): its
-    /// pipeline stops here and, if this replica leads it, its lease goes now so a replica
-    /// that still serves it (another configuration) takes over without waiting.
+    /// What the fleet calls the pipeline of `key` in Redis: the resource's name for its public
+    /// document (as before keys existed); for one of parameter values or an identity, the name
+    /// and a digest of the whole key, so Redis names no value and no identity, and replicas
+    /// agree (identities are keyed from the fleet's secret).
+    static func fleetName(of key: SharingKey) -> String {
+        guard key != .publicDocument(of: key.resource) else { return key.resource }
+        return key.resource + ":" + Digest.sha256Hex(Array(key.canonicalText.utf8)).prefix(32)
+    }
+
+    /// Stops sharing every pipeline of resource `name` (a configuration reload removed or
+    /// changed it): they stop here and, where this replica leads, their leases go now so a
+    /// replica that still serves the resource (another configuration) takes over at once.
     func release(_ name: String) {
-        guard let resource = resources.removeValue(forKey: name) else { return }
+        for resource in resources.values where resource.resource == name { stopSharing(resource) }
+    }
+
+    /// `fleet`'s key was forgotten (its last stream here left): it stops sharing, unless
+    /// another pipeline of the key took its place meanwhile.
+    func retire(_ fleet: FleetLiveResource) {
+        guard resources[fleet.name] === fleet else { return }
+        stopSharing(fleet)
+    }
+
+    private func stopSharing(_ resource: FleetLiveResource) {
+        let name = resource.name
+        if resources[name] === resource { resources[name] = nil }
         if case .leading = resource.role, isConnected {
             redis.send(RedisCommand("EVAL", Self.releaseScript, 1, keys.lease(name), replica)) { _ in }
         }
         fenced.remove(name)
         resource.become(.idle)
+    }
+
+    /// Leases held of each resource's pipelines, for `tributary_cluster_lease_held{resource}`.
+    private var leasesHeld: [String: (count: Int, gauge: Gauge)] = [:]
+
+    /// A pipeline of `resource` (adopted, so its gauge exists) took or lost its lease.
+    func leaseChanged(of resource: String, held: Bool) {
+        guard var entry = leasesHeld[resource] else { return }
+        entry.count += held ? 1 : -1
+        entry.gauge.record(entry.count)
+        leasesHeld[resource] = entry
     }
 
     /// Leaves the fleet (shutdown): leases go now rather than when they expire, and this
@@ -333,7 +372,10 @@ final class ClusterAgent {
     /// A reload reached this replica: a shared pipeline refreshes where it runs, and every
     /// stream of a resource with pipelines of their own reloads on its own worker.
     private func reloaded(_ name: String) {
-        if let resource = resources[name] { return resource.reloadIfRunning() }
+        // A resource's name reaches every pipeline of it (POST /<name>/reload), a fleet name
+        // the one pipeline (a stream's own reload trigger).
+        let pipelines = resources.values.filter { $0.name == name || $0.resource == name }
+        if !pipelines.isEmpty { return pipelines.forEach { $0.reloadIfRunning() } }
         for listing in directory.allListings {
             listing.loop.execute { listing.hub?.activate("reload", onEveryStreamOf: name) }
         }

@@ -35,7 +35,12 @@ final class FleetLiveResource: LiveSource {
         case following
     }
 
+    /// What the fleet knows it by (its keys and channels in Redis): the resource's name for
+    /// its one public document, the name and a digest of the key for a pipeline of parameter
+    /// values or an identity (``ClusterAgent/fleetName(of:)``).
     let name: String
+    /// The resource it is a pipeline of (the lease gauge's label).
+    let resource: String
     /// The latest state at once, then every newer one; subscribing and leaving is counted, as
     /// the fleet runs the pipeline only while some replica has subscribers.
     private(set) lazy var states: AnyPublisher<LiveState, Never> = latest.compactMap { $0 }.removeDuplicates().shareLatest()
@@ -56,15 +61,18 @@ final class FleetLiveResource: LiveSource {
     private var shownAt: UInt64 = 0
     private var pipeline: AnyCancellable?
     private var relay: AnyCancellable?
-    private let leaseHeld: Gauge
 
-    init(local: LiveResource, agent: ClusterAgent, maximumDocumentBytes: Int) {
-        name = local.name
+    init(local: LiveResource, name: String, agent: ClusterAgent, maximumDocumentBytes: Int) {
+        self.name = name
+        resource = local.name
         self.local = local
         self.agent = agent
         self.maximumDocumentBytes = maximumDocumentBytes
-        leaseHeld = Gauge(label: "tributary_cluster_lease_held", dimensions: [("resource", local.name)])
-        leaseHeld.record(0)
+    }
+
+    /// Its key was forgotten: it stops sharing, its lease going now if it leads.
+    func retire() {
+        agent.retire(self)
     }
 
     /// Refreshes now, for every subscriber of every replica: the holder of the lease runs the
@@ -85,7 +93,7 @@ final class FleetLiveResource: LiveSource {
         guard role != self.role else { return }
         let previous = self.role
         self.role = role
-        if case .leading = previous { leaseHeld.record(0) }
+        if case .leading = previous { agent.leaseChanged(of: resource, held: false) }
         switch role {
         case .idle:
             stopPipeline()
@@ -95,7 +103,7 @@ final class FleetLiveResource: LiveSource {
             startPipeline()
         case .leading:
             relay = nil
-            leaseHeld.record(1)
+            agent.leaseChanged(of: resource, held: true)
             // A leader that already runs the pipeline (it ran alone) publishes its latest at
             // once; followers that showed newer data meanwhile keep theirs.
             republishLatest()

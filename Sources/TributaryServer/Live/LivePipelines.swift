@@ -98,6 +98,7 @@ final class LivePipelines: Sendable {
             guard pipeline.followers == 0, table.pipelines[pipeline.key] === pipeline,
                   pipeline.key != .publicDocument(of: pipeline.key.resource) else { return }
             table.pipelines[pipeline.key] = nil
+            home.execute { pipeline.retire() }
             let resource = pipeline.key.resource
             table.perResource[resource, default: 1] -= 1
             if table.perResource[resource] == 0 { table.perResource[resource] = nil }
@@ -177,6 +178,11 @@ final class SharedPipeline: @unchecked Sendable {
 
     /// The source if it was made (on the home loop).
     fileprivate var runningSource: (any LiveSource)? { source }
+
+    /// No worker will follow it again: its source lets go of what it holds (on the home loop).
+    fileprivate func retire() {
+        source?.retire()
+    }
 
     /// The loop it runs on.
     var home: EventLoop { factory.loop }
