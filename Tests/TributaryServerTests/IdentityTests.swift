@@ -303,3 +303,87 @@ struct UpstreamCredentialsTests {
         #expect("\(settings.headers)".contains("X-Key: <secret>"))
     }
 }
+
+/// Parameter values and identities across a fleet: each key's pipeline is one for the whole
+/// fleet (its lease and channel named by a digest of the key), and no replica's subscriber
+/// ever gets another identity's or another value's document.
+@Suite("The fleet keys its pipelines by parameters and identity")
+struct FleetSharingKeyTests {
+    static func yaml(upstream: String, teams: String) -> String {
+        """
+        server: {workers: 1}
+        cluster: {leaseTTL: 1s}
+        upstreams:
+          tasks: {url: "\(upstream)", timeout: 5s, retries: 0, forward: [Authorization]}
+          teams: {url: "\(teams)", timeout: 5s, retries: 0}
+        resources:
+          groups:
+            kind: list
+            upstream: tasks
+            list: {path: /groups, items: result, id: id}
+            details: {path: "/groups/{id}/metadata", value: result}
+            refreshInterval: 1h
+          teamgroups:
+            kind: list
+            upstream: teams
+            route: /teams/{team}/groups
+            parameters: {team: {pattern: "^[a-z]+$"}}
+            list: {path: "/teams/{team}/groups", items: result, id: id}
+            details: {path: "/teams/{team}/groups/{id}/metadata", value: result}
+            refreshInterval: 1h
+        """
+    }
+
+    @Test("two replicas: one pipeline per identity and per team for the fleet, each stream its own key's document, no value or identity named in Redis")
+    func twoReplicas() async throws {
+        let upstream = try await IdentityTests.PerUserUpstream()
+        let teams = try await ScriptedUpstream.start { ParameterizedResourceTests.Teams.reply(to: $0, listDelay: .zero) }
+        let redis = try await RedisServerProcess.start()
+        var replicas: [ServiceProcess] = []
+        for _ in 0..<2 {
+            replicas.append(try await ServiceProcess(
+                yaml: Self.yaml(upstream: upstream.server.baseURL, teams: teams.baseURL), arguments: ["--redis", redis.url],
+                environment: ["TRIBUTARY_CLUSTER_SECRET": FleetTests.secret]))
+        }
+        for replica in replicas {
+            #expect(await replica.output.wait(timeout: .seconds(10)) { $0.contains("cluster: joined the fleet") })
+        }
+        var streams: [(owner: String, stream: SSEClient)] = []
+        for (replica, owner, headers) in [(0, "alice", IdentityTests.alice), (1, "alice", IdentityTests.alice), (1, "bob", IdentityTests.bob)] {
+            streams.append((owner, try await SSEClient(port: replicas[replica].port, path: "/groups", headers: headers)))
+        }
+        for (owner, stream) in streams {
+            #expect(try await stream.next(type: "snapshot").data == IdentityTests.PerUserUpstream.document(owner), "\(owner)")
+        }
+        let core = [try await SSEClient(port: replicas[0].port, path: "/teams/core/groups"),
+                    try await SSEClient(port: replicas[1].port, path: "/teams/core/groups")]
+        let web = try await SSEClient(port: replicas[1].port, path: "/teams/web/groups")
+        for stream in core { #expect(try await stream.next(type: "snapshot").data == ParameterizedResourceTests.Teams.document(team: "core", status: "-", tag: "-")) }
+        #expect(try await web.next(type: "snapshot").data == ParameterizedResourceTests.Teams.document(team: "web", status: "-", tag: "-"))
+
+        // A refresh of every pipeline of the resource: one list call per identity for the fleet.
+        let before = upstream.server.requests.filter { $0.path == "/groups" }.count
+        upstream.version.update { $0 = 1 }
+        #expect(try await TestHTTP.request(port: replicas[1].port, "POST", "/groups/reload").status == 202)
+        for (owner, stream) in streams {
+            #expect(try await stream.next(type: "snapshot").data == IdentityTests.PerUserUpstream.document(owner, version: 1), "\(owner)")
+        }
+        let lists = upstream.server.requests.filter { $0.path == "/groups" }.count - before
+        #expect(lists == 2, "alice's and bob's pipelines each refreshed once for both replicas")
+        #expect(upstream.callsCarriedTheirOwners)
+        #expect(teams.requests.filter { $0.uri.hasSuffix("/groups") }.count == 2, "one pipeline for team core in the fleet, one for web")
+
+        let client = try await RawRedisClient(port: redis.port)
+        guard case .array(let keys?) = try await client.command("KEYS", "*") else { Issue.record("no keys"); return }
+        let names = keys.compactMap(\.text)
+        #expect(names.contains { $0.contains(":lease:groups:") }, "identities' pipelines have leases: \(names)")
+        for secret in ["alice", "bob", "core", "web", "Bearer"] { #expect(!names.contains { $0.contains(secret) }, "\(secret) in \(names)") }
+        client.close()
+        for (_, stream) in streams { stream.close() }
+        for stream in core + [web] { stream.close() }
+        for replica in replicas { _ = await replica.terminate() }
+        redis.stop()
+        await teams.shutdown()
+        await upstream.server.shutdown()
+    }
+}
