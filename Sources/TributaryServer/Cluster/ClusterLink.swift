@@ -1,0 +1,44 @@
+import EventLoop
+import HTTPServer
+
+/// How any worker of the process reaches its ``ClusterAgent`` (on the first worker's loop).
+struct ClusterLink: Sendable {
+    let agent: LoopBound<ClusterAgent>
+
+    func forward(
+        _ control: StreamControl, to id: StreamID, answeringOn loop: EventLoop,
+        _ answer: @escaping @Sendable (Result<Void, HTTPError>) -> Void
+    ) {
+        let agent = self.agent
+        agent.loop.execute {
+            agent.value.forward(control, to: id) { outcome in loop.execute { answer(outcome) } }
+        }
+    }
+
+    func streamOpened(_ id: StreamID) {
+        let agent = self.agent
+        agent.loop.execute { agent.value.streamOpened(id) }
+    }
+
+    func streamClosed(_ id: StreamID) {
+        let agent = self.agent
+        agent.loop.execute { agent.value.streamClosed(id) }
+    }
+
+    func reload(_ resource: String) {
+        let agent = self.agent
+        agent.loop.execute { agent.value.reload(resource) }
+    }
+
+    /// Stops sharing resource `name` (a reload removed or changed it).
+    func release(_ name: String) {
+        let agent = self.agent
+        agent.loop.execute { agent.value.release(name) }
+    }
+
+    /// Leaves the fleet (shutdown).
+    func leave() {
+        let agent = self.agent
+        agent.loop.execute { agent.value.leave() }
+    }
+}
