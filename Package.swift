@@ -164,7 +164,7 @@ let package = Package(
         ),
         .target(
             name: "TributaryTesting",
-            dependencies: ["EventLoop", "HTTPCore", "HTTPServer", .product(name: "OpenCombine", package: "OpenCombine")],
+            dependencies: ["Aggregation", "EventLoop", "HTTPCore", "HTTPServer", .product(name: "OpenCombine", package: "OpenCombine")],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -205,6 +205,7 @@ let package = Package(
             dependencies: [
                 "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strictSettings
         ),
