@@ -36,13 +36,13 @@ struct EventsRoutes {
             for subscription in query.subscriptions {
                 switch views[subscription.resource]!.make(subscription.parameters, request.traceContext) {
                 case .success(let view):
-                    resources.append(StreamedResource(name: subscription.resource, view: view))
+                    resources.append(StreamedResource(name: subscription.resource, view: view, diff: views[subscription.resource]!.diff))
                 case .failure(var error):
                     error.message = "resource \(subscription.resource): \(error.message)"
                     return request.respond(error)
                 }
             }
-            streams.open(request, carrying: resources, framing: .multiplexed)
+            streams.open(request, carrying: resources, framing: .multiplexed, updates: query.updates)
         }
     }
 }

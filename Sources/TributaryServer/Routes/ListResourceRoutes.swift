@@ -32,9 +32,10 @@ struct ListResourceRoutes {
         view = SharedLiveView(live)
     }
 
-    /// How a stream of the resource gets its view: it takes no parameters.
+    /// How a stream of the resource gets its view: it takes no parameters. Its items are
+    /// patched by their id (`list.id`).
     var liveViews: LiveViewFactory {
-        LiveViewFactory { [view] _, _ in .success(view) }
+        LiveViewFactory(diff: JSONDiff(itemIDs: [JSONPath(members: [resource.definition.idMember])])) { [view] _, _ in .success(view) }
     }
 
     func register(in router: inout Router<Route>) {

@@ -15,5 +15,8 @@ import HTTPServer
 /// }
 /// ```
 struct LiveViewFactory {
+    /// How patches of the views' documents are made (`updates=patch`): the members that are
+    /// the resource's items' ids.
+    let diff: JSONDiff
     let make: (_ parameters: [String: String], _ trace: TraceContext) -> Result<any LiveViewModel, HTTPError>
 }

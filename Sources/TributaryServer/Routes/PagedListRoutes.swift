@@ -18,9 +18,13 @@ struct PagedListRoutes {
     let admin: AdminToken
     let answers: JSONAnswers
 
-    /// How a stream of the resource gets its view: one of its own, taking no parameters.
+    /// How a stream of the resource gets its view: one of its own, taking no parameters. Rows
+    /// are patched by their item's id (`topic.id`: `row.item` and `list.id`), and the items of
+    /// their pages by a member of the same name (`id`).
     var liveViews: LiveViewFactory {
-        LiveViewFactory { [resource, argument] _, trace in .success(RowsView(resource, argument: argument, trace: trace)) }
+        let definition = resource.definition
+        let diff = JSONDiff(itemIDs: [JSONPath(members: [definition.rowItemKey, definition.idMember]), JSONPath(members: [definition.idMember])])
+        return LiveViewFactory(diff: diff) { [resource, argument] _, trace in .success(RowsView(resource, argument: argument, trace: trace)) }
     }
 
     func register(in router: inout Router<Route>) {

@@ -18,9 +18,10 @@ struct SearchRoutes {
     let answers: JSONAnswers
 
     /// How a stream of the resource gets its view: a session of its own, searching the
-    /// query parameter first.
+    /// query parameter first. Results are patched by their `id` (an upstream's results carry
+    /// one, as GitHub's do; results without one are patched index by index).
     var liveViews: LiveViewFactory {
-        LiveViewFactory { [self] parameters, trace in
+        LiveViewFactory(diff: JSONDiff(itemIDs: [JSONPath(members: ["id"])])) { [self] parameters, trace in
             query(in: parameters).map { SearchView(resource, initialQuery: $0, scheduler: scheduler, trace: trace) }
         }
     }
