@@ -136,8 +136,8 @@ struct PatchStreamTests {
     @Test("any other updates value is a JSON 400 invalid_parameter naming updates, before any event, on a resource and on /events")
     func invalidUpdates() async throws {
         let world = try await EventsWorld.start(names: .prefixed("invalidupdates"))
-        for path in ["/invalidupdatesgroups?updates=patches", "/invalidupdatesrows?updates=PATCH", "/invalidupdatessearch?q=swift&updates=json",
-                     "/events?resource=invalidupdatesgroups&updates=diff"] {
+        let paths = ["/invalidupdatesgroups?updates=patches", "/invalidupdatesrows?updates=PATCH", "/invalidupdatessearch?q=swift&updates=json"]
+        for path in paths + ["/events?resource=invalidupdatesgroups&updates=diff"] {
             let answer = try await TestHTTP.get(port: world.service.port, path, headers: [("Accept", "text/event-stream")])
             #expect(answer.status == 400, "\(path)")
             #expect(answer.header("Content-Type")?.hasPrefix("application/json") == true)
@@ -145,6 +145,13 @@ struct PatchStreamTests {
             #expect(answer.error?.message.contains("updates") == true)
         }
         #expect(try await world.nothingSubscribed())
+        // A JSON answer is the same with either mode, and refuses a mode that does not exist.
+        for path in paths {
+            #expect(try await world.service.get(path).error?.code == "invalid_parameter", "\(path)")
+        }
+        let plain = try await world.service.get("/invalidupdatesgroups")
+        let patched = try await world.service.get("/invalidupdatesgroups?updates=patch")
+        #expect(plain.status == 200 && patched.body == plain.body && patched.header("ETag") == plain.header("ETag"))
         await world.stop()
     }
 

@@ -32,10 +32,9 @@ struct ListResourceRoutes {
         view = SharedLiveView(live)
     }
 
-    /// How a stream of the resource gets its view: it takes no parameters. Its items are
-    /// patched by their id (`list.id`).
+    /// How a stream of the resource gets its view: it takes no parameters.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: JSONDiff(itemIDs: [JSONPath(members: [resource.definition.idMember])])) { [view] _, _ in .success(view) }
+        LiveViewFactory(diff: PatchIdentity.diff(resource.definition)) { [view] _, _ in .success(view) }
     }
 
     func register(in router: inout Router<Route>) {
@@ -43,6 +42,8 @@ struct ListResourceRoutes {
             request.servesResource()
             if request.acceptsEventStream {
                 streams.open(request, resource: resource.name, views: liveViews)
+            } else if let refusal = EventUpdates.refusal(of: request) {
+                request.respond(refusal)
             } else {
                 answers.answer(request, url: "") { resource.snapshot(trace: request.traceContext) }
             }

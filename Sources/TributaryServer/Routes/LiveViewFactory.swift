@@ -16,7 +16,7 @@ import HTTPServer
 /// ```
 struct LiveViewFactory {
     /// How patches of the views' documents are made (`updates=patch`): the members that are
-    /// the resource's items' ids.
+    /// the resource's items' ids (``PatchIdentity``).
     let diff: JSONDiff
     let make: (_ parameters: [String: String], _ trace: TraceContext) -> Result<any LiveViewModel, HTTPError>
 }

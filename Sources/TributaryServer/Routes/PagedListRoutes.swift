@@ -18,13 +18,11 @@ struct PagedListRoutes {
     let admin: AdminToken
     let answers: JSONAnswers
 
-    /// How a stream of the resource gets its view: one of its own, taking no parameters. Rows
-    /// are patched by their item's id (`topic.id`: `row.item` and `list.id`), and the items of
-    /// their pages by a member of the same name (`id`).
+    /// How a stream of the resource gets its view: one of its own, taking no parameters.
     var liveViews: LiveViewFactory {
-        let definition = resource.definition
-        let diff = JSONDiff(itemIDs: [JSONPath(members: [definition.rowItemKey, definition.idMember]), JSONPath(members: [definition.idMember])])
-        return LiveViewFactory(diff: diff) { [resource, argument] _, trace in .success(RowsView(resource, argument: argument, trace: trace)) }
+        LiveViewFactory(diff: PatchIdentity.diff(resource.definition)) { [resource, argument] _, trace in
+            .success(RowsView(resource, argument: argument, trace: trace))
+        }
     }
 
     func register(in router: inout Router<Route>) {
@@ -32,6 +30,8 @@ struct PagedListRoutes {
             request.servesResource()
             if request.acceptsEventStream {
                 streams.open(request, resource: resource.name, views: liveViews)
+            } else if let refusal = EventUpdates.refusal(of: request) {
+                request.respond(refusal)
             } else {
                 answers.answer(request, url: "") { resource.firstPages(trace: request.traceContext) }
             }

@@ -18,10 +18,9 @@ struct SearchRoutes {
     let answers: JSONAnswers
 
     /// How a stream of the resource gets its view: a session of its own, searching the
-    /// query parameter first. Results are patched by their `id` (an upstream's results carry
-    /// one, as GitHub's do; results without one are patched index by index).
+    /// query parameter first.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: JSONDiff(itemIDs: [JSONPath(members: ["id"])])) { [self] parameters, trace in
+        LiveViewFactory(diff: PatchIdentity.diff(resource.definition)) { [self] parameters, trace in
             query(in: parameters).map { SearchView(resource, initialQuery: $0, scheduler: scheduler, trace: trace) }
         }
     }
@@ -30,6 +29,7 @@ struct SearchRoutes {
         router.add(.get, "/\(resource.name)") { request in
             request.servesResource()
             if request.acceptsEventStream { return streams.open(request, resource: resource.name, views: liveViews) }
+            if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
             switch query(in: request.queryParameters) {
             case .success(let query): answers.answer(request, url: query) { resource.results(for: query, trace: request.traceContext) }
             case .failure(let error): request.respond(error)

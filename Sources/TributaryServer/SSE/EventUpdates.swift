@@ -28,4 +28,17 @@ enum EventUpdates: Equatable {
                             message: "\(Self.parameter) must be one of: \(Self.values.joined(separator: ", "))")
         }
     }
+
+    /// Why a JSON answer refuses `request`: its `updates` names no mode. A JSON answer has no
+    /// updates, but a URL that names a mode that does not exist is wrong for either. A request
+    /// without a query (most) is not looked at further.
+    static func refusal(of request: ServerRequest) -> HTTPError? {
+        guard request.query != nil else { return nil }
+        do throws(HTTPError) {
+            _ = try EventUpdates(parameter: request.queryParameters[parameter])
+            return nil
+        } catch {
+            return error
+        }
+    }
 }
