@@ -20,9 +20,9 @@ type upstream struct {
 	groups   int
 	changing int
 	version  atomic.Int64
-	calls   atomic.Int64
-	url     string
-	server  *http.Server
+	calls    atomic.Int64
+	url      string
+	server   *http.Server
 }
 
 func startUpstream(groups, changing int) (*upstream, error) {
