@@ -144,7 +144,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FoundationBench",
-            dependencies: ["EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient"],
+            dependencies: ["Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient"],
             path: "Benchmarks/FoundationBench",
             swiftSettings: strictSettings
         ),

@@ -90,8 +90,17 @@ struct JSONDiffTests {
     func indexWise() throws {
         #expect(try patchText(#"[{"id":1,"n":1},{"n":2}]"#, #"[{"n":2},{"id":1,"n":1}]"#)
                 == #"[{"op":"remove","path":"/0/id"},{"op":"replace","path":"/0/n","value":2},{"op":"add","path":"/1/id","value":1},{"op":"replace","path":"/1/n","value":1}]"#)
-        #expect(try patchText(#"[{"id":1,"n":1},{"id":1,"n":2},{"id":2}]"#, #"[{"id":1,"n":1},{"id":1,"n":3}]"#)
-                == #"[{"op":"replace","path":"/1/n","value":3},{"op":"remove","path":"/2"}]"#)
+        #expect(try patchText(#"[{"id":1,"n":1},{"id":1,"n":2},{"id":2}]"#, #"[{"id":1,"n":3},{"id":1,"n":1}]"#)
+                == #"[{"op":"replace","path":"/0/n","value":3},{"op":"replace","path":"/1/n","value":1},{"op":"remove","path":"/2"}]"#)
+    }
+
+    @Test("items equal at both ends are left out: the window between is diffed, its indices where it lies")
+    func window() throws {
+        // The repeated id is outside the window: the two items between are diffed by id.
+        #expect(try patchText(#"[{"id":1},{"id":1},{"id":2,"n":1},{"id":3},{"id":4}]"#, #"[{"id":1},{"id":1},{"id":3},{"id":2,"n":2},{"id":4}]"#)
+                == #"[{"op":"move","from":"/2","path":"/3"},{"op":"replace","path":"/3/n","value":2}]"#)
+        #expect(try patchText(#"[{"id":1},{"id":2},{"id":3}]"#, #"[{"id":1},{"n":0},{"id":2},{"id":3}]"#)
+                == #"[{"op":"add","path":"/1","value":{"n":0}}]"#)
     }
 
     @Test("ids 7 and \"7\" are different ids")

@@ -1,6 +1,12 @@
 /// The operations that turn one array into another, for ``JSONDiff``: by id when every item
 /// of both carries one (see ``JSONDiff/itemIDs``), else index by index.
 ///
+/// Two shortcuts first, for the common changes of a live list, which then cost one byte
+/// comparison per item and nothing per id: arrays of one length whose differing items each
+/// keep their id (or lack one alike) are patched in place there, as by id they would be; and
+/// items equal at both ends are left out, only the window between diffed (one item added,
+/// removed, or two swapped: a window of a few items).
+///
 /// By id, in three passes, each path valid after the operations before it:
 /// 1. items whose id is gone are removed, last first (so each index is still the old one);
 /// 2. the items left keep their places when they are in a longest run already in the new
@@ -14,16 +20,60 @@
 /// items added at the end or the old one's extra items removed from the end.
 struct JSONArrayDiff {
     let diff: JSONDiff
+    /// The windows of the two arrays being diffed, and where they start in both.
     let old: [JSON]
     let new: [JSON]
+    let offset: Int
     let pointer: String
 
-    func append(to operations: inout [JSONPatchOperation]) {
-        if let ids = itemIDs() {
-            appendByID(oldIDs: ids.old, newIDs: ids.new, to: &operations)
-        } else {
-            appendByIndex(to: &operations)
+    /// Appends the operations that turn `old`, the array at `pointer`, into `new`.
+    static func append(
+        from old: [JSON], to new: [JSON], diff: JSONDiff, at pointer: String, to operations: inout [JSONPatchOperation]
+    ) {
+        if old.count == new.count, let changed = changedInPlace(old, new, diff: diff) {
+            for index in changed {
+                diff.append(from: old[index], to: new[index], at: JSONPointer.appending(index: index, to: pointer), to: &operations)
+            }
+            return
         }
+        let shorter = min(old.count, new.count)
+        var prefix = 0
+        while prefix < shorter, JSONDiff.identical(old[prefix], new[prefix]) { prefix += 1 }
+        var suffix = 0
+        while suffix < shorter - prefix, JSONDiff.identical(old[old.count - 1 - suffix], new[new.count - 1 - suffix]) { suffix += 1 }
+        let window = JSONArrayDiff(
+            diff: diff, old: Array(old[prefix..<old.count - suffix]), new: Array(new[prefix..<new.count - suffix]), offset: prefix,
+            pointer: pointer)
+        if let ids = window.itemIDs() {
+            window.appendByID(oldIDs: ids.old, newIDs: ids.new, to: &operations)
+        } else {
+            window.appendByIndex(to: &operations)
+        }
+    }
+
+    /// The indices where `old` and `new` (of one length) differ, when each item there has the
+    /// same id in both, or none in either, at the first id path: what diffing by id would
+    /// patch in place. Nil otherwise.
+    private static func changedInPlace(_ old: [JSON], _ new: [JSON], diff: JSONDiff) -> [Int]? {
+        var changed: [Int] = []
+        for index in old.indices where !JSONDiff.identical(old[index], new[index]) {
+            if let path = diff.itemIDs.first {
+                let oldID = path.value(in: old[index])
+                let newID = path.value(in: new[index])
+                switch (oldID, newID) {
+                case (nil, nil): break
+                case (let oldID?, let newID?) where JSONDiff.identical(oldID, newID): break
+                default: return nil
+                }
+            }
+            changed.append(index)
+        }
+        return changed
+    }
+
+    /// The pointer to the item at `index` of the window.
+    private func path(_ index: Int) -> String {
+        JSONPointer.appending(index: offset + index, to: pointer)
     }
 
     // MARK: - Index by index
@@ -31,13 +81,13 @@ struct JSONArrayDiff {
     private func appendByIndex(to operations: inout [JSONPatchOperation]) {
         let common = min(old.count, new.count)
         for index in 0..<common {
-            diff.append(from: old[index], to: new[index], at: JSONPointer.appending(index: index, to: pointer), to: &operations)
+            diff.append(from: old[index], to: new[index], at: path(index), to: &operations)
         }
         for index in common..<new.count {
-            operations.append(.add(path: JSONPointer.appending(index: index, to: pointer), value: new[index]))
+            operations.append(.add(path: path(index), value: new[index]))
         }
         for index in (common..<old.count).reversed() {
-            operations.append(.remove(path: JSONPointer.appending(index: index, to: pointer)))
+            operations.append(.remove(path: path(index)))
         }
     }
 
@@ -86,7 +136,7 @@ struct JSONArrayDiff {
 
         // 1. Removals, last first.
         for index in oldIDs.indices.reversed() where newIndex[oldIDs[index]] == nil {
-            operations.append(.remove(path: JSONPointer.appending(index: index, to: pointer)))
+            operations.append(.remove(path: path(index)))
         }
         // The items kept, in their old order: where each was, and where it goes.
         var keptOld: [Int] = []
@@ -107,7 +157,7 @@ struct JSONArrayDiff {
         // 3. The items that were there before, patched in place.
         for (target, kept) in keptAt.enumerated() {
             guard let kept else { continue }
-            diff.append(from: old[keptOld[kept]], to: new[target], at: JSONPointer.appending(index: target, to: pointer), to: &operations)
+            diff.append(from: old[keptOld[kept]], to: new[target], at: path(target), to: &operations)
         }
     }
 
@@ -156,13 +206,13 @@ struct JSONArrayDiff {
                 let to = places.count(before: placedRank[target])
                 places.insert(placedRank[target])
                 if from != to {
-                    operations.append(.move(from: JSONPointer.appending(index: from, to: pointer),
-                                            path: JSONPointer.appending(index: to, to: pointer)))
+                    operations.append(.move(from: path(from),
+                                            path: path(to)))
                 }
             } else {
                 let to = places.count(before: placedRank[target])
                 places.insert(placedRank[target])
-                operations.append(.add(path: JSONPointer.appending(index: to, to: pointer), value: new[target]))
+                operations.append(.add(path: path(to), value: new[target]))
             }
         }
     }
