@@ -9,8 +9,8 @@ let strictSettings: [SwiftSetting] = [
 
 /// The service's own modules: release builds leave out the runtime exclusivity checks.
 /// Every access to a class's stored `var` (connections, pools, subscriptions) was checked
-/// at run time, through a thread-local access set: ~30,000 instructions, 5% of an N=10
-/// `/groups` request (`Benchmarks/groups-cpu.sh callgrind 10`). Debug builds keep the checks,
+/// at run time, through a thread-local access set, many times in every request
+/// (`Benchmarks/groups-cpu.sh callgrind 10` shows them). Debug builds keep the checks,
 /// and every test (the AddressSanitizer pass included) runs on a debug build. Rivers, a
 /// library of its own, keeps them. The cost: SwiftPM refuses unsafe flags in a dependency
 /// taken by version, so another package can use the EventLoop, HTTPServer, UpstreamClient
@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // MARK: - libevent: the loop, the HTTP server, the upstream client
@@ -128,6 +129,7 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // config/tributary.yaml, through a symbolic link, compiled in (ShippedConfiguration).
             resources: [.embedInCode("Configuration/shipped.yaml")],
@@ -152,6 +154,13 @@ let package = Package(
             name: "RiversBenchmarks",
             dependencies: ["Rivers", .product(name: "OpenCombine", package: "OpenCombine")],
             path: "Benchmarks/RiversBenchmarks",
+            swiftSettings: strictSettings
+        ),
+        /// One workload of Rivers' operators, run once, for callgrind (Benchmarks/budgets.py).
+        .executableTarget(
+            name: "RiversCounts",
+            dependencies: ["Rivers", .product(name: "OpenCombine", package: "OpenCombine")],
+            path: "Benchmarks/RiversCounts",
             swiftSettings: strictSettings
         ),
 
@@ -203,7 +212,7 @@ let package = Package(
         .testTarget(
             name: "AggregationTests",
             dependencies: [
-                "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "TributaryTesting",
+                "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "Rivers", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],

@@ -4,10 +4,17 @@
 #
 #   Benchmarks/groups-cpu.sh cpu N [SECONDS=5]     utime+stime of the server over a wrk run
 #                                                   (-t2 -c64), divided by the requests wrk counted
-#   Benchmarks/groups-cpu.sh callgrind N [SECONDS=20]   instructions per request under callgrind
-#                                                   (one worker, counters zeroed after a warm-up),
-#                                                   profile in $CALLGRIND_OUT (default
+#   Benchmarks/groups-cpu.sh callgrind N [SECONDS=20]   instructions and allocations (calls to
+#                                                   malloc) per request under callgrind (one
+#                                                   worker, wrk -t1 -c4, counters zeroed after a
+#                                                   warm-up), profile in $CALLGRIND_OUT (default
 #                                                   /tmp/groups-callgrind.out)
+#   Benchmarks/groups-cpu.sh count N [REQUESTS=200]     the same counts over exactly REQUESTS
+#                                                   requests sent one after another on one
+#                                                   keep-alive connection (after as many to warm
+#                                                   up): no timing in it, so the same binary gives
+#                                                   the same figures; Benchmarks/budgets.py checks
+#                                                   them against Benchmarks/Thresholds/
 #
 # Env: CALLGRIND_OUT (where callgrind writes: two runs at once need two, and two PORT_BASEs),
 # TARGET=tributary|go (cpu mode), WORKERS (tributary, default auto), PORT_BASE (default
@@ -17,9 +24,10 @@
 # everything listens on 127.0.0.1 and is stopped by its PID on exit.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-mode=${1:?usage: groups-cpu.sh cpu|callgrind N [SECONDS]}
-n=${2:?usage: groups-cpu.sh cpu|callgrind N [SECONDS]}
-seconds=${3:-$([ "$mode" = callgrind ] && echo 20 || echo 5)}
+usage="usage: groups-cpu.sh cpu|callgrind N [SECONDS] | count N [REQUESTS]"
+mode=${1:?$usage}
+n=${2:?$usage}
+span=${3:-$(case $mode in callgrind) echo 20 ;; count) echo 200 ;; *) echo 5 ;; esac)}
 bench=${BENCH_SOURCE:-$root/../shared/bench}
 base=${PORT_BASE:-18180}
 up_port=$((base + 1)) port=$((base + 13))
@@ -49,7 +57,8 @@ case $mode/$target in
     cpu/tributary) "${tributary[@]}" ${WORKERS:+--workers "$WORKERS"} & ;;
     cpu/go) "${GO_PEER:-/tmp/tributary-bench/peers/go/peer-go}" --port "$port" --upstream "http://127.0.0.1:$up_port" --pool 128 & ;;
     # Valgrind 3.19 cannot read Swift 6's DWARF 5: a copy without debug info (symbols kept).
-    callgrind/*) objcopy --strip-debug "${tributary[0]}" "$work/tributary"
+    callgrind/* | count/*)
+                 objcopy --strip-debug "${tributary[0]}" "$work/tributary"
                  valgrind --tool=callgrind --callgrind-out-file="$profile" \
                      "$work/tributary" "${tributary[@]:1}" --workers 1 2>"$work/valgrind.log" & ;;
     *) echo "unknown mode/target: $mode/$target" >&2; exit 2 ;;
@@ -64,28 +73,54 @@ cmp -s <(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1
     { echo "answer differs from $fixture/expected.json" >&2; exit 1; }
 
 ticks() { awk '{print $14, $15}' "/proc/$server_pid/stat"; }
+
+# $1 GET /groups one after another on one keep-alive connection, each answered 200.
+one_by_one() {
+    python3 - "$port" "$1" <<'EOF'
+import http.client, sys
+connection = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+for _ in range(int(sys.argv[2])):
+    connection.request("GET", "/groups")
+    response = connection.getresponse()
+    response.read()
+    if response.status != 200:
+        sys.exit(f"GET /groups answered {response.status}")
+EOF
+}
+
+# The counts of callgrind's last dump, per request ($1 requests).
+report_counts() {
+    sleep 1
+    local dump instructions allocations
+    dump=$(ls -t "$profile"* | head -1)
+    [ -s "$dump" ] || { echo "no callgrind dump" >&2; exit 1; }
+    read -r instructions allocations < <(python3 "$root/Benchmarks/callgrind_counts.py" "$dump")
+    awk -v i="$instructions" -v a="$allocations" -v r="$1" -v n="$n" -v m="$mode" \
+        'BEGIN { printf "%s N=%d: %d requests, %.0f instructions/request, %.1f allocations/request\n", m, n, r, i / r, a / r }'
+    echo "profile: $dump (callgrind_annotate --inclusive=yes $dump)"
+}
 requests() { awk '/requests in/ {print $1}' "$1"; }
 if [ "$mode" = cpu ]; then
     wrk -t2 -c64 -d2s "http://127.0.0.1:$port/groups" >/dev/null
     read -r user_before system_before < <(ticks)
-    wrk -t2 -c64 -d"${seconds}s" "http://127.0.0.1:$port/groups" >"$work/wrk"
+    wrk -t2 -c64 -d"${span}s" "http://127.0.0.1:$port/groups" >"$work/wrk"
     read -r user_after system_after < <(ticks)
     count=$(requests "$work/wrk")
     awk -v u=$((user_after - user_before)) -v k=$((system_after - system_before)) -v hz="$(getconf CLK_TCK)" \
-        -v r="$count" -v s="$seconds" -v who="$target" -v n="$n" \
+        -v r="$count" -v s="$span" -v who="$target" -v n="$n" \
         'BEGIN { printf "%s N=%d: %d requests in %ss (%.0f req/s), CPU %.3f ms/request (user %.3f, kernel %.3f)\n",
                  who, n, r, s, r / s, (u + k) / hz * 1000 / r, u / hz * 1000 / r, k / hz * 1000 / r }'
-else
+elif [ "$mode" = callgrind ]; then
     wrk -t1 -c4 -d5s "http://127.0.0.1:$port/groups" >/dev/null
     callgrind_control -z "$server_pid" >/dev/null
-    wrk -t1 -c4 -d"${seconds}s" "http://127.0.0.1:$port/groups" >"$work/wrk"
+    wrk -t1 -c4 -d"${span}s" "http://127.0.0.1:$port/groups" >"$work/wrk"
     callgrind_control -d "$server_pid" >/dev/null
-    count=$(requests "$work/wrk")
-    sleep 1
-    dump=$(ls -t "$profile"* | head -1)
-    [ -s "$dump" ] || { echo "no callgrind dump" >&2; exit 1; }
-    total=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
-    awk -v i="$total" -v r="$count" -v n="$n" \
-        'BEGIN { printf "callgrind N=%d: %d requests, %.0f instructions/request\n", n, r, i / r }'
-    echo "profile: $dump (callgrind_annotate --inclusive=yes $dump)"
+    report_counts "$(requests "$work/wrk")"
+else
+    requests=$span
+    one_by_one "$requests"
+    callgrind_control -z "$server_pid" >/dev/null
+    one_by_one "$requests"
+    callgrind_control -d "$server_pid" >/dev/null
+    report_counts "$requests"
 fi

@@ -69,9 +69,9 @@ public enum QueryString {
         // Room for everything encoded (what callers usually give) passes at once, anything
         // less is counted: past this check every write below is in bounds.
         precondition(output.count >= 3 * bytes.count || output.count >= percentEncodedCount(bytes), "no room for the encoded bytes")
-        // Every detail call encodes its id here (~16 instructions per byte of a UUID, byte by
-        // byte with checked subscripts): so through the base pointers, eight bytes at a time
-        // while eight remain and eight fit. A word is copied whole, then the bytes from its
+        // Every detail call encodes its id here, too often for byte by byte with checked
+        // subscripts: so through the base pointers, eight bytes at a time while eight remain
+        // and eight fit. A word is copied whole, then the bytes from its
         // first that is not a letter, digit, `-` or `.` (``notAlphanumericDashOrDot(in:)``)
         // on are written again: that byte on its own, the scan going on after it.
         // `index` stays below `bytes.count`; `written` is what `bytes[..<index]` encodes to, so

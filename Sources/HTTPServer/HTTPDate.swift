@@ -4,7 +4,7 @@ import Glibc
 /// `Sun, 06 Nov 1994 08:49:37 GMT`), written once a second.
 ///
 /// evhttp writes a `Date` into every answer that has none, formatting the time anew each time
-/// (`evutil_date_rfc1123`, ~3,400 instructions, close to 1% of a `/groups` answer); an answer
+/// (`evutil_date_rfc1123`); an answer
 /// that has one keeps it. One per server, so loop-confined.
 struct HTTPDate {
     private var second: time_t = -1

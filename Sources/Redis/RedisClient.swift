@@ -87,6 +87,10 @@ public final class RedisClient {
     /// Connection attempts started so far, by both connections.
     public var connectAttempts: Int { commands.attempts + pubSub.attempts }
 
+    /// Slots of the command connection's line of calls waiting for their replies, answered
+    /// ones not compacted yet included: what the line costs in memory.
+    var commandLineSlots: Int { commands.waitingSlots }
+
     /// Sends a command; `completion` runs once on the loop with the reply (an error reply is
     /// a ``RedisReply/error(_:)`` value) or a ``RedisError``, unless the call is cancelled or
     /// the client dropped first. While ``state`` is `disconnected` (``RedisError/Kind/unavailable``),

@@ -42,7 +42,8 @@ final class RedisConnection {
     let loop: EventLoop
     private var context: Context?
     private var onEvent: ((Event) -> Void)?
-    /// Calls waiting for a reply, oldest first (from `waitingHead` on).
+    /// Calls waiting for a reply, oldest first (from `waitingHead` on); before it, answered
+    /// calls not compacted away yet (see ``popWaiting()``).
     private var waiting: [RedisCall] = []
     private var waitingHead = 0
     /// How many of this context's callbacks are running now (one, or more when a callback
@@ -65,6 +66,10 @@ final class RedisConnection {
 
     /// Whether ``close(failing:)`` was called or hiredis closed the connection.
     var isClosed: Bool { onEvent == nil }
+
+    /// Slots of the waiting line, answered calls not compacted yet included: what the line
+    /// costs in memory (at most twice the calls waiting, or 16 more than them).
+    var waitingSlots: Int { waiting.count }
 
     /// Sends `call`'s command; the call completes with the reply. A closed connection, or one
     /// hiredis is tearing down, fails it with ``RedisError/Kind/unavailable``.
@@ -246,12 +251,19 @@ final class RedisConnection {
         }
     }
 
+    /// The oldest call waiting, taken out of the line. The line is emptied when its last call
+    /// is answered, and, while commands stay outstanding (a steady stream of them never lets
+    /// it empty), compacted once the answered calls before its head are as many as those
+    /// waiting: otherwise it grew by a slot, holding its answered call, for every command.
     private func popWaiting() -> RedisCall? {
         guard waitingHead < waiting.count else { return nil }
         let call = waiting[waitingHead]
         waitingHead += 1
         if waitingHead == waiting.count {
             waiting.removeAll(keepingCapacity: waiting.count <= 1024)
+            waitingHead = 0
+        } else if waitingHead >= 16 && waitingHead * 2 >= waiting.count {
+            waiting.removeFirst(waitingHead)
             waitingHead = 0
         }
         return call

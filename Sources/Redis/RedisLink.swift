@@ -82,6 +82,12 @@ final class RedisLink {
         return false
     }
 
+    /// The ready connection's ``RedisConnection/waitingSlots`` (0 when not ready).
+    var waitingSlots: Int {
+        if case .ready(let connection) = phase { return connection.waitingSlots }
+        return 0
+    }
+
     /// Makes the first attempt now.
     func start() {
         guard case .waiting = phase, !retryTimer.isScheduled else { return }

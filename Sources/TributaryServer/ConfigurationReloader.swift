@@ -4,8 +4,8 @@ import Logging
 
 /// Reloads the configuration on `SIGHUP` (docs/operations.md, "Reloading the configuration"): reads it
 /// again from the same sources as at start (`load`), and when it is valid has every worker
-/// apply it on its own loop, the first worker first (it runs the shared live pipelines, whose
-/// new ``Worker/Shares`` the others need). Settings that need a restart keep their running
+/// apply it on its own loop, the first worker first (it makes the shared live pipelines, on
+/// the shares' home loop, so new streams on any worker get pipelines of the new definition). Settings that need a restart keep their running
 /// values and are named in a warning. An invalid configuration changes nothing: the error,
 /// which names the key, is logged. Counted in `tributary_config_reloads_total{result}`.
 ///
@@ -60,11 +60,10 @@ final class ConfigurationReloader {
         let summary = Self.changes(from: running, to: applied)
         first.apply(applied)
         applying = others.count
-        let shares = first.shares!
         let reloader = LoopBound(self, loop: first.loop)
         for other in others {
             other.loop.execute {
-                other.value.apply(applied, shares: shares)
+                other.value.apply(applied)
                 reloader.loop.execute { reloader.value.workerApplied(summary) }
             }
         }

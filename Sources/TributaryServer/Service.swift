@@ -4,9 +4,10 @@ public import Logging
 import Glibc
 import Synchronization
 
-/// Runs Tributary: `server.workers` workers, each an event loop on a thread of its own (the
-/// first on the calling thread), all listening on one port with SO_REUSEPORT. The first
-/// worker runs each live pipeline for all of them. SIGINT and
+/// Runs Tributary: the process's ``ProcessShares``, built once, and `server.workers` workers
+/// alike, each an event loop on a thread of its own (the first on the calling thread, which
+/// is also the shares' home loop: the shared live pipelines and the fleet's agent run there),
+/// all listening on one port with SO_REUSEPORT. SIGINT and
 /// SIGTERM stop it gracefully: no new connections, event streams ended, requests in flight
 /// answered within `server.shutdownTimeout`. SIGHUP reloads the configuration when `reload`
 /// says how to read it again (``ConfigurationReloader``). Returns when every worker has stopped.
@@ -27,13 +28,12 @@ public enum Service {
         }
         let shared = configuration.server.workers > 1
         let loop = try EventLoop()
-        let directory = StreamDirectory()
-        let first = try Worker(configuration: configuration, loop: loop, logger: logger, directory: directory)
+        let shares = ProcessShares(configuration: configuration, home: loop, logger: logger)
+        let first = try Worker(configuration: configuration, loop: loop, logger: logger, shares: shares)
         let port = try first.bind(reusePort: shared)
         var others: [(worker: LoopBound<Worker>, stopped: Latch<Void>)] = []
         for index in 1..<configuration.server.workers {
-            others.append(try startWorker(
-                index, configuration: configuration, port: port, shares: first.shares!, directory: directory, logger: logger))
+            others.append(try startWorker(index, configuration: configuration, port: port, shares: shares, logger: logger))
         }
         let reloader = reload.map { ConfigurationReloader(load: $0, first: first, others: others.map(\.worker), logger: logger) }
         let deadline = configuration.server.shutdownTimeout
@@ -60,8 +60,7 @@ public enum Service {
 
     /// Starts worker `index` on a thread of its own, listening on `port` with the others.
     private static func startWorker(
-        _ index: Int, configuration: Configuration, port: UInt16, shares: Worker.Shares,
-        directory: StreamDirectory, logger: Logger
+        _ index: Int, configuration: Configuration, port: UInt16, shares: ProcessShares, logger: Logger
     ) throws -> (worker: LoopBound<Worker>, stopped: Latch<Void>) {
         let ready = Latch<Result<LoopBound<Worker>, any Error>>()
         let stopped = Latch<Void>()
@@ -70,8 +69,7 @@ public enum Service {
                 let loop = try EventLoop()
                 var workerLogger = logger
                 workerLogger[metadataKey: "worker"] = "\(index)"
-                let worker = try Worker(
-                    configuration: configuration, loop: loop, logger: workerLogger, shares: shares, directory: directory)
+                let worker = try Worker(configuration: configuration, loop: loop, logger: workerLogger, shares: shares)
                 try worker.bind(port: port, reusePort: true)
                 ready.set(.success(LoopBound(worker, loop: loop)))
                 try withExtendedLifetime(worker) { try loop.run() }

@@ -5,11 +5,13 @@ import UpstreamClient
 public import Logging
 
 /// Everything one event loop serves: the HTTP server, the upstream client and its pools, the
-/// resources from the configuration, their live pipelines and event streams, and the routes
-/// to them. Several workers (one per thread) share a port. Loop-confined.
+/// resources from the configuration, their live streams, and the routes to them. Several
+/// workers (one per thread) share a port; they are alike, and share the process's
+/// ``ProcessShares`` (live pipelines, breakers, budgets, the fleet). Loop-confined.
 ///
 /// ```swift
-/// let worker = try Worker(configuration: configuration, loop: loop, logger: logger)
+/// let shares = ProcessShares(configuration: configuration, home: loop, logger: logger)
+/// let worker = try Worker(configuration: configuration, loop: loop, logger: logger, shares: shares)
 /// try worker.bind()
 /// try loop.run()
 /// ```
@@ -17,70 +19,33 @@ public final class Worker {
     public let loop: EventLoop
     /// The configuration it serves: the one it started with, or the last reload applied.
     public private(set) var configuration: Configuration
+    /// What it shares with the process's other workers.
+    public let shares: ProcessShares
     let logger: Logger
     let server: HTTPServer
     let client: UpstreamClient
     let streams: EventStreamHub
-    private let directory: StreamDirectory
+    /// Its followers of the process's shared live pipelines.
+    private let pipelines: WorkerPipelines
     private var cors: CORSPolicy
     private let observer: RequestObserver
     private let connections: ConnectionObserver
     private var router = Router<Route>()
-    /// What the first worker shares with the process's other workers (nil on the others).
-    public private(set) var shares: Shares?
-    /// The first worker's, when this worker is another (the latest: a reload renews them).
-    private var firstWorkerShares: Shares?
-    /// This replica's place in the fleet, on the first worker (with `cluster.redis`).
-    private var cluster: ClusterAgent?
-    /// The process's circuit breakers, by upstream name: the first worker's, shared by all
-    /// (the first worker makes them, and a reload keeps those of unchanged upstreams).
-    private var breakers: [String: CircuitBreaker] = [:]
     private var shutdown: (done: () -> Void, deadline: LoopTimer)?
     private var drainCheck: LoopTimer?
-    /// The process's last good JSON documents, for `staleIfError` (the first worker's).
-    private let staleSnapshots: StaleSnapshots
-    /// The process's connections per upstream origin, lent between the workers (the first
-    /// worker's).
-    private let connectionBudgets: ConnectionBudgets
 
-    /// What the first worker of a process shares with the others: the live pipelines it runs
-    /// for all of them, the process's place in the fleet, and its circuit breakers (an
-    /// upstream failing is the same upstream for every worker), and the connection budgets its
-    /// pools and theirs take from (`poolSize` is the whole process's).
-    public struct Shares: Sendable {
-        /// Each live resource's source: the pipeline, or in a fleet its ``FleetLiveResource``.
-        public let live: [String: LoopBound<any LiveSource>]
-        let cluster: ClusterLink?
-        let breakers: [String: CircuitBreaker]
-        let staleSnapshots: StaleSnapshots
-        let connectionBudgets: ConnectionBudgets
-    }
-
-    /// A worker on `loop`. The first worker of a process runs the live pipelines itself (and,
-    /// with `cluster.redis`, joins the fleet); pass its ``shares`` to every other worker, which
-    /// then bridges to them, so each live resource has one pipeline however many workers
-    /// serve it. Workers of one process share one `directory` of live streams, so any worker
-    /// can reach a stream's triggers and inputs.
-    public init(
-        configuration: Configuration, loop: EventLoop, logger: Logger, shares firstWorkerShares: Shares? = nil,
-        directory: StreamDirectory = StreamDirectory()
-    ) throws {
+    /// A worker on `loop` serving `configuration`, sharing `shares` with the process's other
+    /// workers; without, it makes shares of its own, on its loop (a process of one worker).
+    public init(configuration: Configuration, loop: EventLoop, logger: Logger, shares: ProcessShares? = nil) throws {
         _ = MetricsExport.registry  // metrics exist before any handle is made
-        self.firstWorkerShares = firstWorkerShares
         self.loop = loop
         self.configuration = configuration
         self.logger = logger
-        connectionBudgets = firstWorkerShares?.connectionBudgets ?? ConnectionBudgets()
-        client = UpstreamClient(loop: loop, configuration: .init(connectionBudgets: connectionBudgets))
-        self.directory = directory
-        staleSnapshots = firstWorkerShares?.staleSnapshots ?? StaleSnapshots()
-        var clusterLink = firstWorkerShares?.cluster
-        if firstWorkerShares == nil, let settings = configuration.cluster {
-            let agent = ClusterAgent(settings: settings, loop: loop, directory: directory, logger: logger)
-            cluster = agent
-            clusterLink = ClusterLink(agent: LoopBound(agent, loop: loop))
-        }
-        streams = EventStreamHub(loop: loop, settings: configuration.sse, directory: directory, cluster: clusterLink)
+        let shares = shares ?? ProcessShares(configuration: configuration, home: loop, logger: logger)
+        self.shares = shares
+        client = UpstreamClient(loop: loop, configuration: .init(connectionBudgets: shares.connectionBudgets))
+        pipelines = WorkerPipelines(loop: loop, registry: shares.pipelines)
+        streams = EventStreamHub(loop: loop, settings: configuration.sse, directory: shares.directory, cluster: shares.cluster)
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         observer = RequestObserver(logger: logger)
         connections = ConnectionObserver(logger: logger)
@@ -104,7 +69,7 @@ public final class Worker {
     /// requests in flight are answered and every answer has left (or `deadline` passed).
     public func shutDown(within deadline: Duration, then done: @escaping () -> Void) {
         server.stopAccepting()
-        cluster?.leave()
+        if loop === shares.home { shares.cluster?.leave() }
         streams.finishAll()
         let timer = LoopTimer(loop: loop) { [unowned self] in
             logger.warning("shutdown deadline passed", metadata: ["open requests": "\(server.openRequestCount)"])
@@ -141,8 +106,6 @@ public final class Worker {
         let definition: Configuration.ResourceDefinition
         let register: (inout Router<Route>) -> Void
         let liveViews: LiveViewFactory
-        /// The pipeline the first worker runs for every worker (a `kind: list` resource).
-        let owned: LoopBound<any LiveSource>?
     }
 
     /// The resources served now, by name.
@@ -156,14 +119,14 @@ public final class Worker {
     /// Takes up `configuration`, a reload of the running one whose restart-only settings are
     /// the running ones (``Configuration/keepingRestartOnlySettings(of:)``). New requests see
     /// the new routes; a resource whose definition (its settings and its upstream's) did not
-    /// change keeps its routes, pipeline and live streams untouched; the streams of one that
-    /// was removed or changed end with `resource_removed` or `resource_changed`. The first
-    /// worker applies it first and passes its new ``shares`` to the others (`shares`).
-    public func apply(_ configuration: Configuration, shares firstWorkerShares: Shares? = nil) {
+    /// change keeps its routes, pipelines and live streams untouched; the streams of one that
+    /// was removed or changed end with `resource_removed` or `resource_changed`. The worker on
+    /// the shares' home loop applies it first, as it makes the shared pipelines.
+    public func apply(_ configuration: Configuration) {
         self.configuration = configuration
-        self.firstWorkerShares = firstWorkerShares
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         admin.token = configuration.server.adminToken
+        if loop === shares.home { shares.staleSnapshots.budget = configuration.server.staleIfErrorBytes }
         registerRoutes()
     }
 
@@ -182,89 +145,119 @@ public final class Worker {
         }
         for name in endings.keys {
             mounted[name] = nil
-            cluster?.release(name)
+            if loop === shares.home { shares.cluster?.release(name) }
         }
         streams.end(endings)
         for name in configuration.resources.keys.sorted() where mounted[name] == nil {
             mounted[name] = mount(name)
         }
+        if loop === shares.home {
+            // Weakly: a pipeline first followed after this worker stopped ends at once.
+            shares.pipelines.setFactory(LoopBound({ [weak self] pipeline in self?.makePipeline(pipeline) ?? EndedLiveSource(name: pipeline.key.resource) }, loop: loop))
+        }
         var router = Router<Route>()
         for name in mounted.keys.sorted() { mounted[name]!.register(&router) }
         EventsRoutes(views: mounted.mapValues(\.liveViews), streams: streams).register(in: &router)
-        if firstWorkerShares == nil {
-            shares = Shares(
-                live: mounted.compactMapValues(\.owned), cluster: clusterLink, breakers: breakers, staleSnapshots: staleSnapshots,
-                connectionBudgets: connectionBudgets)
-        }
-        StreamControlRoutes(directory: directory, cluster: clusterLink, loop: loop).register(in: &router)
+        StreamControlRoutes(directory: shares.directory, cluster: shares.cluster, loop: loop).register(in: &router)
         OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
         self.router = router
-    }
-
-    /// The fleet, the first worker's agent or the one it shares (nil without `cluster.redis`).
-    private var clusterLink: ClusterLink? {
-        firstWorkerShares?.cluster ?? cluster.map { ClusterLink(agent: LoopBound($0, loop: loop)) }
     }
 
     /// Makes resource `name`'s routes from ``configuration``.
     private func mount(_ name: String) -> MountedResource {
         let resource = configuration.resources[name]!
+        let definition = configuration.definition(of: name)!
         let upstream = upstreams[resource.upstream]!.upstream
-        let answers = JSONAnswers(resource: name, settings: resource.answers, staleSnapshots: staleSnapshots)
+        let requests: ResourceRequestReader
+        do {
+            requests = try ResourceRequestReader(
+                resource: name, routing: resource.routing, forwarding: upstream.forwardedHeaderNames, hasher: shares.identities)
+        } catch {
+            preconditionFailure("resources.\(name).parameters: the configuration checked every pattern, yet \(error)")
+        }
+        let answers = JSONAnswers(
+            resource: name, settings: resource.answers, privately: requests.isPerIdentity, staleSnapshots: shares.staleSnapshots)
         switch resource {
         case .list(let settings):
-            let list = ListResource(name: name, upstream: upstream, definition: settings.definition)
-            let live: any LiveSource
-            var owned: LoopBound<any LiveSource>?
-            if let owner = firstWorkerShares?.live[name] {
-                live = RemoteLiveResource(owner: owner, name: name, loop: loop)
-            } else {
-                let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:))
-                live = cluster.map { $0.adopt(local) } ?? local
-                owned = LoopBound(live, loop: loop)
-            }
-            let routes = ListResourceRoutes(resource: list, live: live, streams: streams, admin: admin, answers: answers)
-            return MountedResource(
-                definition: configuration.definition(of: name)!, register: routes.register(in:), liveViews: routes.liveViews, owned: owned)
+            let routes = ListResourceRoutes(
+                name: name, settings: settings, definition: definition, upstream: upstream, requests: requests, pipelines: pipelines,
+                reload: reloader(of: name), streams: streams, admin: admin, answers: answers)
+            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews)
         case .pages(let settings):
-            let pages = PagedListResource(name: name, upstream: upstream, definition: settings.definition)
             let routes = PagedListRoutes(
-                resource: pages, argument: settings.loadMoreArgument, streams: streams, directory: directory,
-                cluster: clusterLink, admin: admin, answers: answers)
-            return MountedResource(
-                definition: configuration.definition(of: name)!, register: routes.register(in:), liveViews: routes.liveViews, owned: nil)
+                name: name, settings: settings, upstream: upstream, requests: requests, streams: streams, reload: reloader(of: name),
+                admin: admin, answers: answers)
+            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews)
         case .search(let settings):
-            let search = SearchResource(name: name, upstream: upstream, definition: settings.definition)
-            let routes = SearchRoutes(resource: search, streams: streams, scheduler: EventLoopScheduler(loop: loop), answers: answers)
-            return MountedResource(
-                definition: configuration.definition(of: name)!, register: routes.register(in:), liveViews: routes.liveViews, owned: nil)
+            let routes = SearchRoutes(
+                name: name, settings: settings, upstream: upstream, requests: requests, streams: streams,
+                scheduler: EventLoopScheduler(loop: loop), answers: answers)
+            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews)
         }
     }
 
+    /// How `POST /<name>/reload` refreshes resource `name` for every subscriber: through the
+    /// fleet when there is one (every replica refreshes); else every shared pipeline of a list
+    /// resource, or every stream's own view (`reload` trigger) on every worker of this process.
+    private func reloader(of name: String) -> @Sendable () -> Void {
+        if let cluster = shares.cluster { return { cluster.reload(name) } }
+        if case .list = configuration.resources[name] {
+            let pipelines = shares.pipelines
+            return { pipelines.reload(name) }
+        }
+        let directory = shares.directory
+        return {
+            for listing in directory.allListings {
+                listing.loop.execute { listing.hub?.activate("reload", onEveryStreamOf: name) }
+            }
+        }
+    }
+
+    /// The source of a shared live pipeline of a `kind: list` resource, as the registry asks
+    /// the worker on its home loop: the resource for the pipeline's parameter values and
+    /// caller, refreshed on its interval, and in a fleet shared by every replica.
+    private func makePipeline(_ pipeline: SharedPipeline) -> any LiveSource {
+        guard case .list(let settings) = pipeline.definition.resource else {
+            preconditionFailure("shared live pipelines are of list resources only")
+        }
+        let name = pipeline.key.resource
+        let upstream = upstreams[settings.upstream].flatMap { Self.sameCalls($0.settings, pipeline.definition.upstream) ? $0.upstream : nil }
+            ?? makeUpstream(settings.upstream, pipeline.definition.upstream)
+        let list = ListResource(
+            name: name, upstream: upstream, definition: settings.definition, parameters: pipeline.request.parameters,
+            caller: pipeline.request.caller)
+        let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:))
+        // The fleet shares the one document every client of the resource sees; pipelines of
+        // parameter values or identities run in each replica that has their streams.
+        guard pipeline.key == .publicDocument(of: name), let cluster = shares.cluster else { return local }
+        return cluster.agent.value.adopt(local)
+    }
+
     /// Makes an ``Upstream`` for each upstream new or changed in ``configuration`` (a
-    /// `poolSize` or `maxQueue` alone changes the pool, not the upstream), with its circuit
-    /// breaker (the first worker's new one, the one an unchanged upstream had), and sets the
-    /// connection pool limits of every origin.
+    /// `poolSize` or `maxQueue` alone changes the pool, not the upstream), with the process's
+    /// circuit breaker for it, sets the connection pool limits of every origin, and retires
+    /// the pools of origins no upstream names any more (their connections close).
     private func updateUpstreams() {
+        client.retirePools(keeping: Set(configuration.upstreams.values.map(\.url.origin)))
         for (origin, limit) in configuration.poolLimits {
             guard let url = configuration.upstreams.values.first(where: { $0.url.origin == origin })?.url else { continue }
             client.setPoolLimits(capacity: limit.capacity, maxQueue: limit.maxQueue, for: url)
         }
         var updated: [String: (settings: Configuration.UpstreamSettings, upstream: Upstream)] = [:]
-        var updatedBreakers: [String: CircuitBreaker] = [:]
         for (name, settings) in configuration.upstreams {
             if let known = upstreams[name], Self.sameCalls(known.settings, settings) {
                 updated[name] = (settings, known.upstream)
-                updatedBreakers[name] = breakers[name]
             } else {
-                let breaker = firstWorkerShares.map { $0.breakers[name] }
-                    ?? CircuitBreaker.forUpstream(name, settings: settings.circuitBreaker, logger: logger)
-                updated[name] = (settings, Upstream(name: name, base: settings.url, policy: settings.policy, client: client, breaker: breaker))
-                updatedBreakers[name] = breaker
+                updated[name] = (settings, makeUpstream(name, settings))
             }
         }
         upstreams = updated
-        breakers = updatedBreakers
+    }
+
+    private func makeUpstream(_ name: String, _ settings: Configuration.UpstreamSettings) -> Upstream {
+        Upstream(
+            name: name, base: settings.url, policy: settings.policy, headers: settings.headers.map { ($0.name, $0.value) },
+            forward: settings.forward, client: client, breaker: shares.breakers.breaker(for: name, settings: settings.circuitBreaker))
     }
 
     /// Whether two settings of an upstream call it the same way (pool limits aside).

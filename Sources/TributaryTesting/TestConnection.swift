@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 
-/// A plain TCP client on loopback, speaking HTTP/1.1 by hand, so tests control exactly what is
+/// A plain TCP client on loopback (IPv4 or IPv6), speaking HTTP/1.1 by hand, so tests control exactly what is
 /// sent and when the connection closes (like curl, or a browser tab that goes away). Every wait
 /// on the network is bounded by the connection's timeout and suspends the task instead of
 /// blocking a thread of the cooperative pool (the socket is non-blocking, ``Poller`` waits), so
@@ -21,14 +21,18 @@ public final class TestConnection {
     /// Whether the server closed its side (EOF or reset).
     public private(set) var peerClosed = false
 
-    /// Connects to `127.0.0.1:port`, waiting at most `timeout`; `receiveBuffer` caps the socket's
-    /// receive buffer (SO_RCVBUF, set before connecting so the TCP window honours it), to play a
-    /// slow reader; `sendBuffer` caps its send buffer (SO_SNDBUF), so that what a flood gets
-    /// out is what the server took, not what this side's kernel queued.
-    public init(port: UInt16, timeout: Duration = .seconds(10), receiveBuffer: Int? = nil, sendBuffer: Int? = nil) async throws {
+    /// Connects to `host:port` (`host` a loopback address: `127.0.0.1` or `::1`), waiting at
+    /// most `timeout`; `receiveBuffer` caps the socket's receive buffer (SO_RCVBUF, set before
+    /// connecting so the TCP window honours it), to play a slow reader; `sendBuffer` caps its
+    /// send buffer (SO_SNDBUF), so that what a flood gets out is what the server took, not what
+    /// this side's kernel queued.
+    public init(
+        host: String = "127.0.0.1", port: UInt16, timeout: Duration = .seconds(10), receiveBuffer: Int? = nil, sendBuffer: Int? = nil
+    ) async throws {
         self.port = port
         self.timeout = timeout
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        let isIPv6 = host.contains(":")
+        fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestClientError.system("socket", errno) }
         if var size = receiveBuffer.map(Int32.init(clamping:)) {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
@@ -36,21 +40,15 @@ public final class TestConnection {
         if var size = sendBuffer.map(Int32.init(clamping:)) {
             setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let (started, startCode) = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { (Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)), errno) }
-        }
+        let (started, startCode) = isIPv6 ? Self.connect(fd, toIPv6: host, port: port) : Self.connect(fd, toIPv4: host, port: port)
         do {
             if started != 0 {
-                guard startCode == EINPROGRESS else { throw TestClientError.system("connect to 127.0.0.1:\(port)", startCode) }
+                guard startCode == EINPROGRESS else { throw TestClientError.system("connect to \(host) port \(port)", startCode) }
                 try await ready(for: .writable, until: .now + timeout)
                 var code: Int32 = 0
                 var length = socklen_t(MemoryLayout<Int32>.size)
                 getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
-                guard code == 0 else { throw TestClientError.system("connect to 127.0.0.1:\(port)", code) }
+                guard code == 0 else { throw TestClientError.system("connect to \(host) port \(port)", code) }
             }
         } catch {
             close()
@@ -59,6 +57,27 @@ public final class TestConnection {
     }
 
     deinit { close() }
+
+    /// Starts connecting `fd` (non-blocking): `connect(2)`'s result and `errno`.
+    private static func connect(_ fd: Int32, toIPv4 host: String, port: UInt16) -> (Int32, Int32) {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        inet_pton(AF_INET, host, &address.sin_addr)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { (Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)), errno) }
+        }
+    }
+
+    private static func connect(_ fd: Int32, toIPv6 host: String, port: UInt16) -> (Int32, Int32) {
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_port = port.bigEndian
+        inet_pton(AF_INET6, host, &address.sin6_addr)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { (Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)), errno) }
+        }
+    }
 
     /// Bounds every following wait: each read (and each send that finds no room) throws
     /// ``TestClientError/timedOut`` after this long without progress.
@@ -300,16 +319,16 @@ public enum TestClientError: Error, CustomStringConvertible {
 public enum TestHTTP {
     /// Connects, sends one request, reads its whole response and closes.
     public static func request(
-        port: UInt16, _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = [],
+        host: String = "127.0.0.1", port: UInt16, _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = [],
         timeout: Duration = .seconds(10)
     ) async throws -> TestResponse {
-        let connection = try await TestConnection(port: port, timeout: timeout)
+        let connection = try await TestConnection(host: host, port: port, timeout: timeout)
         defer { connection.close() }
         try await connection.sendRequest(method, path, headers: headers, body: body)
         return try await connection.readResponse(method: method)
     }
 
-    /// ``request(port:_:_:headers:body:timeout:)`` with `GET`.
+    /// ``request(host:port:_:_:headers:body:timeout:)`` with `GET`.
     public static func get(port: UInt16, _ path: String, headers: [(String, String)] = []) async throws -> TestResponse {
         try await request(port: port, "GET", path, headers: headers)
     }

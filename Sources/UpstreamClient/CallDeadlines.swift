@@ -4,11 +4,10 @@ import EventLoop
 /// Loop-confined.
 ///
 /// A call almost always ends long before its deadline. A timer of its own per call cost an
-/// allocation, `event_new`, `event_add` and `event_del` (~1,500 instructions, ~3% of a
-/// `/groups` request); here a call costs an append to its line, and the line's timer fires
-/// about once per timeout, whatever the number of calls. The calls of one line start one
-/// after the other with the same timeout, so their deadlines come in the same order: the
-/// line's first live call is always the next one due.
+/// allocation, `event_new`, `event_add` and `event_del`; here a call costs an append to its
+/// line, and the line's timer fires about once per timeout, whatever the number of calls.
+/// The calls of one line start one after the other with the same timeout, so their
+/// deadlines come in the same order: the line's first live call is always the next one due.
 ///
 /// Calls that ended stay in their line until they reach its front or, when they outnumber
 /// the live ones, until the line is compacted: a call that hangs at the front cannot make

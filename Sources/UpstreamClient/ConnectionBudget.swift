@@ -62,7 +62,7 @@ final class ConnectionBudget: Sendable {
         ///
         /// Strong, not weak: a weakly referenced object keeps its counts in a side table, and
         /// then every retain and release of it takes the slow path. The pool is retained and
-        /// released several times per upstream call (~70 instructions each that way).
+        /// released several times per upstream call.
         var pool: ConnectionPool?
         let isStarving = Atomic<Bool>(false)
 

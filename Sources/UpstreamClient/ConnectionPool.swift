@@ -47,6 +47,8 @@ final class ConnectionPool {
     private var member: ConnectionBudget.Member!
     /// The demand this pool last added to the budget's total (see ``publishDemand()``).
     private var publishedDemand = 0
+    /// Whether its origin is no longer configured (``startRetiring()``).
+    private(set) var isRetiring = false
 
     /// `budget`: shared with the other loops' pools for `origin` (nil: a budget of its own).
     init(origin: BaseURL.Origin, capacity: Int, maxQueue: Int, budget: ConnectionBudget?, client: UpstreamClient) {
@@ -70,6 +72,25 @@ final class ConnectionPool {
     /// as it is freed, its idle sockets closed with it.
     func retire() {
         member.pool = nil
+    }
+
+    /// Its origin is no longer configured (a configuration reload removed the upstreams that
+    /// called it; the client no longer hands it calls): its idle connections close now, and
+    /// each one in use closes as its call ends, instead of going back to the idle list. Calls
+    /// already here go on; when none is left the client lets the pool go
+    /// (``UpstreamClient/retiredPoolIsIdle(_:)``).
+    func startRetiring() {
+        isRetiring = true
+        while let connection = idle.popLast() { close(connection) }
+    }
+
+    /// Whether calls wait in its line or are on one of its connections.
+    var hasCalls: Bool { queuedCount > 0 || !active.isEmpty }
+
+    /// A call of a retiring pool ended: with none left, the client may let the pool go.
+    private func retiringCallEnded() {
+        guard !hasCalls else { return }
+        client.retiredPoolIsIdle(self)
     }
 
     /// Takes up new limits (a configuration reload; `capacity` is the budget's new limit too):
@@ -117,6 +138,7 @@ final class ConnectionPool {
             waiting = waiting[waitingHead...].filter(\.isQueued)
             waitingHead = 0
         }
+        if isRetiring { retiringCallEnded() }
     }
 
     /// Takes back a connection after `call` ended at `now`; a connection that cannot be reused
@@ -124,7 +146,7 @@ final class ConnectionPool {
     func checkIn(_ connection: any UpstreamConnection, from call: UpstreamCall, reusable: Bool, at now: MonotonicInstant) {
         removeActive(call)
         if budget.isContended { publishDemand() }
-        let keepable = reusable && connection.isReusable(at: now) && openCount <= capacity && !budget.isOverLimit
+        let keepable = reusable && !isRetiring && connection.isReusable(at: now) && openCount <= capacity && !budget.isOverLimit
         if keepable && !owesConnection(keeping: true) {
             idle.append(connection)
         } else if keepable {
@@ -133,6 +155,7 @@ final class ConnectionPool {
             close(connection)
         }
         dispatchWaiting(at: now)
+        if isRetiring { retiringCallEnded() }
     }
 
     /// Whether another pool starves and this one should give it a connection rather than
@@ -208,7 +231,7 @@ final class ConnectionPool {
     /// budget, and puts it to work. Without room for it here, it is dropped: closed, and its
     /// place given back.
     func adopt(_ lent: LentConnection) {
-        guard openCount < capacity, !budget.isOverLimit, let socket = lent.take() else { return }
+        guard !isRetiring, openCount < capacity, !budget.isOverLimit, let socket = lent.take() else { return }
         openCount += 1
         idle.append(client.adoptConnection(socket, to: origin))
         dispatchWaiting(at: .now)

@@ -359,8 +359,8 @@ package struct HTTPResponseParser {
     /// value runs to the first control byte other than a tab (eight bytes at a time; every
     /// header of every upstream answer passes here), which must be its line's end, LF or CR LF.
     /// Nil for any other control byte, a CR that does not end the line, or no line end.
-    /// Inlined into ``parseHead(_:)``'s loop: called, it cost a fifth of the line's instructions
-    /// (the call and the word scan's constants loaded again for every header).
+    /// Inlined into ``parseHead(_:)``'s loop: called, it cost the call, and the word scan's
+    /// constants loaded again, for every header.
     @inline(__always)
     private static func endOfValue(in head: UnsafeRawBufferPointer, from start: Int) -> (valueEnd: Int, nextLine: Int)? {
         let stop = HTTPSyntax.firstForbiddenInValue(head, from: start)

@@ -5,10 +5,10 @@ import Glibc
 ///
 /// Why not `ContinuousClock.Instant`: it is resilient (its layout is private to the
 /// concurrency library), so every copy, store or destroy of one, or of an optional one, goes
-/// through its type's value witnesses, and reading the clock through `swift_get_time`; a call
-/// cost about a thousand instructions of that (issue 16). This is an integer, read with one
-/// `clock_gettime`. Instants of different processes cannot be compared; those of the loops of
-/// one process can (a lent connection's idle start travels with it).
+/// through its type's value witnesses, and reading the clock through `swift_get_time`, several
+/// times in every upstream call (issue 16). This is an integer, read with one `clock_gettime`.
+/// Instants of different processes cannot be compared; those of the loops of one process can
+/// (a lent connection's idle start travels with it).
 struct MonotonicInstant: Comparable, Sendable {
     let nanoseconds: Int64
 

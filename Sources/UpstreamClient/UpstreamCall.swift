@@ -42,7 +42,7 @@ public final class UpstreamCall {
     /// its `deinit`, which first finishes every unfinished call of each pool
     /// (``ConnectionPool/cancelAll()``). A checked `unowned` reference cost an atomic
     /// increment and decrement of the pool's unowned count per call, and an atomic strong
-    /// retain and release around each use (~150 instructions a call).
+    /// retain and release around each use.
     private unowned(unsafe) let pool: ConnectionPool
     private var state = State.queued
     /// The client's deadlines, while the call is in one of their lines (until it ends or its

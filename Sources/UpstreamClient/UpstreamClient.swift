@@ -52,6 +52,9 @@ public final class UpstreamClient {
     public let loop: EventLoop
     public let configuration: Configuration
     private var pools: [BaseURL.Origin: ConnectionPool] = [:]
+    /// Pools of origins no longer configured that still carry calls (``retirePools(keeping:)``):
+    /// each is let go once its last call has ended.
+    private var retiring: [ConnectionPool] = []
     /// The pool the last call went to (one of `pools`).
     private var lastPool: ConnectionPool?
     private var limits: [BaseURL.Origin: (capacity: Int, maxQueue: Int)] = [:]
@@ -72,12 +75,13 @@ public final class UpstreamClient {
     deinit {
         // Calls in flight hold their connections; cancel them so everything is freed, then
         // free the connections before the resolver they may refer to.
-        for pool in pools.values {
+        for pool in Array(pools.values) + retiring {
             pool.cancelAll()
             pool.retire()
         }
         lastPool = nil
         pools.removeAll()
+        retiring.removeAll()
     }
 
     /// Sets how many connections the pool for `base`'s origin may open (with
@@ -89,6 +93,35 @@ public final class UpstreamClient {
         limits[base.origin] = limit
         pools[base.origin]?.setLimits(capacity: limit.capacity, maxQueue: limit.maxQueue)
     }
+
+    /// Lets go of the pools of every origin but `origins` (a configuration reload removed the
+    /// upstreams that called them), so a process reloaded many times holds no connections, and
+    /// no pools, for origins it no longer calls. Idle connections close now; those in use
+    /// close as their calls end, and each pool is freed once it carries no call. A later call
+    /// to such an origin gets a new pool, with the default limits unless set again.
+    public func retirePools(keeping origins: Set<BaseURL.Origin>) {
+        for (origin, pool) in pools where !origins.contains(origin) {
+            pools[origin] = nil
+            limits[origin] = nil
+            if lastPool === pool { lastPool = nil }
+            pool.startRetiring()
+            if pool.hasCalls { retiring.append(pool) } else { pool.retire() }
+        }
+    }
+
+    /// A retiring pool has no call left: it is let go on a later loop turn, when the call that
+    /// ended no longer reaches it, unless a call came back to it meanwhile (a call that lost
+    /// its reused connection goes again in its pool).
+    func retiredPoolIsIdle(_ pool: ConnectionPool) {
+        loop.deferred { [weak self] in
+            guard let self, !pool.hasCalls, let index = retiring.firstIndex(where: { $0 === pool }) else { return }
+            retiring.remove(at: index)
+            pool.retire()
+        }
+    }
+
+    /// Pools held now, retiring ones included.
+    var poolCount: Int { pools.count + retiring.count }
 
     /// Starts a call; `completion` runs once on the loop unless the call is cancelled.
     /// `consuming`: a caller that hands over its last copy of the request saves the call a
@@ -142,7 +175,7 @@ public final class UpstreamClient {
     /// lies: a copy of the origin cost a retain and a release of each of its two strings.
     private func pool(for request: borrowing UpstreamRequest) -> ConnectionPool {
         // Calls come in runs to one origin (a list's detail calls): the last pool answers
-        // them without hashing the origin's host name (~600 instructions a call).
+        // them without hashing the origin's host name.
         if let lastPool, lastPool.origin == request.base.origin { return lastPool }
         let pool = lookUpPool(for: request.base.origin)
         lastPool = pool

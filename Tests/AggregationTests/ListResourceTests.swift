@@ -12,7 +12,7 @@ struct ListResourceTests {
     static func definition(concurrency: Int = 16, onItemFailure: ListResource.ItemFailurePolicy = .mark) -> ListResource.Definition {
         ListResource.Definition(
             listPath: "/groups", itemsAt: JSONPath("result"), idMember: "id",
-            detailPath: PathTemplate("/groups/{id}/metadata")!, detailAt: JSONPath("result"),
+            detailPath: "/groups/{id}/metadata", detailAt: JSONPath("result"),
             concurrency: concurrency, onItemFailure: onItemFailure)
     }
 
@@ -205,7 +205,7 @@ struct ListResourceTests {
         ]
         for (name, code, status, phrase) in expectations {
             var definition = Self.definition()
-            definition.listPath = "/groups?case=\(name)"
+            definition.listPath = UpstreamPath("/groups?case=\(name)")!
             let harness = try await Harness()
             let outcome = try await harness.snapshot(definition, upstream: upstream.baseURL, policy: .init(timeout: .milliseconds(300), retries: 0))
             guard case .failure(let error) = outcome else {

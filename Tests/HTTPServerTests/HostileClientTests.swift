@@ -265,7 +265,8 @@ struct HostileClientTests {
             #expect(head.header("Content-Type") == "text/event-stream")
             #expect(head.header("Transfer-Encoding") == nil)
         }
-        #expect(states.value == [.finished, .finished])
+        // The handler records its request's state after the answer left: awaited, not read.
+        #expect(await states.wait(timeout: .seconds(5)) { $0 == [.finished, .finished] })
         await server.stop()
     }
 

@@ -258,6 +258,37 @@ struct ConfigurationReloadTests {
         await upstream.shutdown()
     }
 
+    @Test("a removed upstream: its origin's idle connections close at once; another origin's are reused")
+    func removedUpstreamConnectionsClose() async throws {
+        let fixture = Observed(TaskGroupsFixture(count: 1))
+        let tasks = try await ScriptedUpstream.start { fixture.value.reply(to: $0)! }
+        let body = #"{"items":[{"name":"a"}]}"#
+        let search = try RawUpstream.start { _ in
+            .send(Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8))
+        }
+        defer { search.stop() }
+        // One worker: the requests after the reload find the tasks connections it pooled.
+        let withSearch = Self.yaml(upstream: tasks.baseURL, workers: 1, resources: ["groups"])
+            .replacingOccurrences(of: "upstreams:\n", with: "upstreams:\n  search: {url: \"\(search.baseURL)\", retries: 0}\n")
+            + "  search: {kind: search, upstream: search, path: /search, items: items}\n"
+        let service = try await ServiceProcess(yaml: withSearch)
+        #expect(try await TestHTTP.get(port: service.port, "/search?q=abcd").text == #"[{"name":"a"}]"#)
+        #expect(try await TestHTTP.get(port: service.port, "/groups").text == fixture.value.mergedJSON)
+        #expect(search.connections.value == 1)
+        #expect(search.closed.value.isEmpty, "kept alive, idle in its pool")
+        let tasksPorts = Set(tasks.requests.map(\.clientPort))
+
+        try service.reload(Self.yaml(upstream: tasks.baseURL, workers: 1, resources: ["groups"]))
+        #expect(await Self.awaitLog(service, "configuration reloaded"))
+        #expect(await search.closed.wait(timeout: .seconds(5)) { $0 == [0] }, "the removed origin's idle connection is closed")
+        #expect(try await TestHTTP.get(port: service.port, "/search?q=abcd").status == 404)
+        #expect(try await TestHTTP.get(port: service.port, "/groups").text == fixture.value.mergedJSON)
+        let after = Set(tasks.requests.suffix(2).map(\.clientPort))
+        #expect(after.isSubset(of: tasksPorts), "the tasks origin's pooled connections are reused: \(after) of \(tasksPorts)")
+        #expect(await service.terminate() == 0)
+        await tasks.shutdown()
+    }
+
     @Test("in a fleet: a removed resource's lease is given back, a new one is adopted and led, two workers")
     func fleet() async throws {
         let redis = try await RedisServerProcess.start()

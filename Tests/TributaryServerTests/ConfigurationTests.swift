@@ -23,10 +23,11 @@ struct ConfigurationTests {
         }
     }
 
-    @Test("the shipped configuration declares the three upstreams and the groups resource")
+    @Test("the shipped configuration declares the contract's three upstreams, one that forwards Authorization, and the groups resource")
     func shippedConfiguration() throws {
         let configuration = try Configuration.load(yaml: Self.shipped, file: "config/tributary.yaml")
-        #expect(Set(configuration.upstreams.keys) == ["tasks", "media", "search"])
+        #expect(Set(configuration.upstreams.keys) == ["tasks", "media", "search", "accounts"])
+        #expect(configuration.upstreams["accounts"]?.forward == ["Authorization"])
         #expect(configuration.server.listen == ListenAddress(host: "127.0.0.1", port: 8080))
         #expect(configuration.server.workers == ProcessInfo.processInfo.activeProcessorCount, "workers: auto")
         guard case .list(let groups) = configuration.resources["groups"] else {
@@ -101,8 +102,10 @@ struct ConfigurationTests {
         ("server:\n  lisen: 1.2.3.4:5\n", "t.yaml: server.lisen: unknown key"),
         ("server:\n  listen: nowhere\n", "t.yaml: server.listen: expected HOST:PORT, found \"nowhere\""),
         ("server:\n  logLevel: loud\n", "t.yaml: server.logLevel: expected one of"),
+        ("server:\n  staleIfErrorBytes: 64MiB\n", "t.yaml: server.staleIfErrorBytes: expected a whole number ≥ 0, found \"64MiB\""),
+        ("server:\n  staleIfErrorBytes: -1\n", "t.yaml: server.staleIfErrorBytes: expected a whole number ≥ 0, found \"-1\""),
         ("resources:\n  groups:\n    kind: list\n    upstream: nope\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.groups.upstream: no upstream named nope"),
-        ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: /g/x}\n", "t.yaml: resources.groups.details.path: expected a path starting with / holding {id} once"),
+        ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: /g/x}\n", "t.yaml: resources.groups.details.path: must hold {id} exactly once"),
         ("resources:\n  groups:\n    kind: tree\n", "t.yaml: resources.groups.kind: unknown resource kind \"tree\""),
         ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n    concurrency: 0\n", "t.yaml: resources.groups.concurrency: expected a whole number ≥ 1, found \"0\""),
         ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n    coalesce: maybe\n", "t.yaml: resources.groups.coalesce: expected true or false, found \"maybe\""),
@@ -226,6 +229,16 @@ struct ConfigurationReloadRulesTests {
         #expect(applied.sse == running.sse)
         #expect(applied.server.adminToken == "secret")
         #expect(applied.restartOnlyChanges(from: running).isEmpty)
+    }
+
+    @Test("server.staleIfErrorBytes is 64 MiB unless set, and a reload applies it")
+    func staleIfErrorBytes() throws {
+        let running = try Self.load(Self.yaml())
+        #expect(running.server.staleIfErrorBytes == 64 * 1024 * 1024)
+        let loaded = try Self.load(Self.yaml().replacingOccurrences(of: "workers: 1,", with: "workers: 1, staleIfErrorBytes: 1000000,"))
+        #expect(loaded.server.staleIfErrorBytes == 1_000_000)
+        #expect(loaded.restartOnlyChanges(from: running).isEmpty)
+        #expect(loaded.keepingRestartOnlySettings(of: running).server.staleIfErrorBytes == 1_000_000)
     }
 
     @Test("a resource's definition covers its settings and its upstream's calls, not the upstream's pool limits")

@@ -33,7 +33,7 @@ struct EventsStreamTests {
 
         static func start(
             names: Names = Names(), groups count: Int = 3, nameLength: Int = 0, heartbeat: String = "15s",
-            maxSubscribers: Int = 10_000, directory: StreamDirectory = StreamDirectory()
+            maxSubscribers: Int = 10_000
         ) async throws -> World {
             var data = TaskGroupsFixture(count: count)
             if nameLength > 0 {
@@ -50,7 +50,7 @@ struct EventsStreamTests {
                     ?? .json("{}", status: 404)
             }
             let service = try await ServiceHarness(
-                yaml: yaml(upstream: upstream.baseURL, names: names, heartbeat: heartbeat, maxSubscribers: maxSubscribers), directory: directory)
+                yaml: yaml(upstream: upstream.baseURL, names: names, heartbeat: heartbeat, maxSubscribers: maxSubscribers))
             return World(
                 groups: groups, media: media, hangMetadata: hangMetadata, failGroups: failGroups, upstream: upstream, service: service,
                 names: names)
@@ -456,10 +456,9 @@ struct EventsStreamTests {
 
     @Test("triggers and inputs reach each resource through its announced id, from any worker; each id reaches only its own")
     func triggersAndInputs() async throws {
-        let directory = StreamDirectory()
-        let world = try await World.start(directory: directory)
+        let world = try await World.start()
         let other = try await ServiceHarness(
-            yaml: World.yaml(upstream: world.upstream.baseURL, names: Names(), heartbeat: "15s"), directory: directory)
+            yaml: World.yaml(upstream: world.upstream.baseURL, names: Names(), heartbeat: "15s"), shares: world.service.shares)
         let stream = try await world.events("resource=groups&resource=rows&resource=search&search.q=swi")
         let ids = Dictionary(uniqueKeysWithValues: try await Self.announcements(stream, 3).map { ($0.resource, $0.id) })
         var seen: Set<String> = []

@@ -43,6 +43,7 @@ struct OpenAPITests {
         let paths = try #require(document["paths"] as? [String: [String: Any]])
         #expect(Set(paths.keys) == [
             "/groups", "/groups/reload", "/rows", "/rows/reload", "/search", "/teams", "/teams/reload", "/lookup",
+            "/teams/{team}/groups", "/teamgroups/reload", "/me/groups", "/mygroups/reload",
             "/events", "/streams/{id}/triggers/{name}", "/streams/{id}/inputs/{name}", "/", "/healthz", "/metrics", "/openapi.json",
         ])
         #expect(Set(paths["/teams"]?.keys.map { $0 } ?? []) == ["get"])
@@ -55,7 +56,7 @@ struct OpenAPITests {
         let teamsDocument = try #require(Self.at(document, "components", "schemas", "teamsDocument") as? [String: Any])
         #expect(Self.at(teamsDocument, "items", "required") as? [String] == ["slug"], "the configured id member")
         #expect(Self.codes(teams, "502") == ["upstream_unavailable", "upstream_status", "upstream_malformed", "invalid_item_id"])
-        #expect(Self.codes(teams, "503") == ["too_many_connections", "upstream_saturated", "upstream_circuit_open", "too_many_subscribers"])
+        #expect(Self.codes(teams, "503") == ["too_many_connections", "upstream_saturated", "upstream_circuit_open", "too_many_pipelines", "too_many_subscribers"])
 
         let lookup = try #require(paths["/lookup"]?["get"] as? [String: Any])
         let term = try #require(Self.parameters(lookup).first { $0["name"] as? String == "term" })
@@ -68,9 +69,11 @@ struct OpenAPITests {
 
         let events = try #require(paths["/events"]?["get"] as? [String: Any])
         let resource = try #require(Self.parameters(events).first { $0["name"] as? String == "resource" })
-        #expect(Self.at(resource, "schema", "items", "enum") as? [String] == ["groups", "lookup", "rows", "search", "teams"])
+        #expect(Self.at(resource, "schema", "items", "enum") as? [String] == ["groups", "lookup", "mygroups", "rows", "search", "teamgroups", "teams"])
         #expect(Self.at(resource, "schema", "maxItems") as? Int == 16)
-        #expect(Set(Self.parameters(events).compactMap { $0["name"] as? String }) == ["resource", "lookup.term", "search.q", "updates", "Last-Event-ID"])
+        #expect(Set(Self.parameters(events).compactMap { $0["name"] as? String }) == [
+            "resource", "lookup.term", "search.q", "teamgroups.team", "teamgroups.status", "updates", "Last-Event-ID",
+        ])
 
         let input = try #require(paths["/streams/{id}/inputs/{name}"]?["put"] as? [String: Any])
         let inputName = try #require(Self.parameters(input).first { $0["name"] as? String == "name" })
@@ -84,6 +87,8 @@ struct OpenAPITests {
         #expect(Self.codes(trigger, "503") == ["too_many_connections"], "no cluster configured: no cluster_unavailable")
         #expect(Self.at(document, "components", "securitySchemes") == nil, "no admin token configured")
         #expect(Self.at(paths, "/teams/reload", "post", "responses", "401") == nil)
+        #expect(Self.codes(try #require(paths["/teams/reload"]?["post"] as? [String: Any]), "403") == ["forbidden"],
+                "without a token, only loopback clients may reload")
     }
 
     @Test("updates=patch is described: the parameter with the id its arrays are patched by, the patch event, the JSON Patch schema")
@@ -121,6 +126,7 @@ struct OpenAPITests {
         #expect(reload["security"] as? [[String: [String]]] == [["adminToken": []]])
         #expect(Self.codes(reload, "401") == ["unauthorized"])
         #expect(Self.at(reload, "responses", "401", "headers", "WWW-Authenticate", "required") as? Bool == true)
+        #expect(Self.at(reload, "responses", "403") == nil, "with a token, any client that has it may reload")
         #expect(Self.at(document, "paths", "/groups", "get", "security") == nil, "reading needs no token")
     }
 

@@ -38,19 +38,20 @@ final class ServiceHarness: Sendable {
         """
     }
 
-    /// What this worker shares as a process's first (pass it to another worker).
-    let shares: Worker.Shares?
+    /// What this worker shares with the process's other workers (pass it to another worker).
+    let shares: ProcessShares
 
-    /// A worker from `yaml` on a free port; with `shares`, it bridges to another worker's
-    /// live pipelines, as the workers of one process do.
-    init(yaml: String, shares firstWorkerShares: Worker.Shares? = nil, directory: StreamDirectory = StreamDirectory()) async throws {
+    /// A worker from `yaml` on a free port of `host` (a loopback address); with `shares`, it
+    /// joins another worker's process (its live pipelines, its streams' directory), as the
+    /// workers of one process do.
+    init(yaml: String, host: String = "127.0.0.1", shares processShares: ProcessShares? = nil) async throws {
         var configuration = try Configuration.load(yaml: yaml, file: "test.yaml")
-        configuration.server.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        configuration.server.listen = ListenAddress(host: host, port: 0)
         let thread = try LoopThread()
         let (port, worker, owned) = try await thread.run { [configuration] loop in
             var logger = Logger(label: "test")
             logger.logLevel = .critical
-            let worker = try Worker(configuration: configuration, loop: loop, logger: logger, shares: firstWorkerShares, directory: directory)
+            let worker = try Worker(configuration: configuration, loop: loop, logger: logger, shares: processShares)
             return (try worker.bind(), LoopBound(worker, loop: loop), worker.shares)
         }
         self.port = port

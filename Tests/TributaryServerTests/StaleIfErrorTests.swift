@@ -11,7 +11,9 @@ struct StaleIfErrorTests {
 
     /// The service with `staleIfError` on its search resource; the upstream's circuit breaker
     /// is off unless `breaker` says otherwise, so that each failure here reaches the upstream.
-    private func start(staleIfError: String?, breaker: String = "{enabled: false}") async throws -> (ScriptedUpstream, ServiceHarness) {
+    private func start(
+        staleIfError: String?, breaker: String = "{enabled: false}", server: String = ""
+    ) async throws -> (ScriptedUpstream, ServiceHarness) {
         let upstream = try await ScriptedUpstream.start { [mode] request in
             switch mode.value {
             case "ok": SearchFixture.reply(to: request) ?? .json("{}", status: 404)
@@ -19,12 +21,14 @@ struct StaleIfErrorTests {
             default: .hang
             }
         }
-        let service = try await ServiceHarness(yaml: Self.yaml(upstream: upstream.baseURL, staleIfError: staleIfError, breaker: breaker))
+        let yaml = Self.yaml(upstream: upstream.baseURL, staleIfError: staleIfError, breaker: breaker, server: server)
+        let service = try await ServiceHarness(yaml: yaml)
         return (upstream, service)
     }
 
-    static func yaml(upstream: String, staleIfError: String?, breaker: String = "{enabled: false}") -> String {
+    static func yaml(upstream: String, staleIfError: String?, breaker: String = "{enabled: false}", server: String = "") -> String {
         """
+        server: {\(server)}
         upstreams:
           search: {url: "\(upstream)", timeout: 300ms, retries: 0, circuitBreaker: \(breaker)}
         resources:
@@ -125,6 +129,40 @@ struct StaleIfErrorTests {
         let failed = try await service.get("/search?q=swift")
         #expect(failed.status == 502)
         #expect(failed.error?.code == "upstream_status")
+        await service.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("server.staleIfErrorBytes bounds the kept documents: one more evicts the one fetched longest ago, and only it")
+    func boundedByBytes() async throws {
+        // Each of these documents counts ~100 bytes of JSON and URL and ~400 of overhead:
+        // 1,200 bytes hold two of them, not three.
+        let (upstream, service) = try await start(staleIfError: "1h", server: "staleIfErrorBytes: 1200")
+        for query in ["vapor", "nginx", "vapor"] {
+            #expect(try await service.get("/search?q=\(query)").status == 200)
+        }
+        // nginx is now the one fetched longest ago (vapor again since): it makes room.
+        #expect(try await service.get("/search?q=hummingbird").status == 200)
+        mode.update { $0 = "status" }
+        for query in ["vapor", "hummingbird"] {
+            let stale = try await service.get("/search?q=\(query)")
+            #expect(stale.status == 200, "\(query)")
+            #expect(stale.text == SearchFixture.itemsJSON(for: query), "\(query)")
+            #expect(stale.header("Tributary-Stale") == "upstream_status", "\(query)")
+        }
+        let evicted = try await service.get("/search?q=nginx")
+        #expect(evicted.status == 502)
+        #expect(evicted.error?.code == "upstream_status")
+        await service.stop()
+        await upstream.shutdown()
+    }
+
+    @Test("server.staleIfErrorBytes: 0 keeps nothing: a failed fetch is the error")
+    func zeroBytes() async throws {
+        let (upstream, service) = try await start(staleIfError: "1h", server: "staleIfErrorBytes: 0")
+        #expect(try await service.get("/search?q=swift").status == 200)
+        mode.update { $0 = "status" }
+        #expect(try await service.get("/search?q=swift").status == 502)
         await service.stop()
         await upstream.shutdown()
     }

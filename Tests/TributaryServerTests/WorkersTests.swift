@@ -12,10 +12,9 @@ struct WorkersTests {
             hang.value && request.path != "/groups" ? .hang : fixture.value.reply(to: request)!
         }
         let yaml = ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "10s")
-        let directory = StreamDirectory()
-        let owner = try await ServiceHarness(yaml: yaml, directory: directory)
-        let other = try await ServiceHarness(yaml: yaml, shares: owner.shares, directory: directory)
-        #expect(other.shares == nil)
+        let owner = try await ServiceHarness(yaml: yaml)
+        let other = try await ServiceHarness(yaml: yaml, shares: owner.shares)
+        #expect(other.shares === owner.shares)
         var streams: [SSEClient] = []
         for service in [owner, other, owner, other, owner, other] {
             let stream = try await service.events("/groups")
@@ -50,9 +49,8 @@ struct WorkersTests {
         let media = Observed(MediaFixture(topics: ["a", "b"]))
         let upstream = try await ScriptedUpstream.start { media.value.reply(to: $0) ?? SearchFixture.reply(to: $0) ?? .json("{}", status: 404) }
         let yaml = ServiceHarness.viewModelsYAML(upstream: upstream.baseURL, debounce: "10ms")
-        let directory = StreamDirectory()
-        let first = try await ServiceHarness(yaml: yaml, directory: directory)
-        let second = try await ServiceHarness(yaml: yaml, directory: directory)
+        let first = try await ServiceHarness(yaml: yaml)
+        let second = try await ServiceHarness(yaml: yaml, shares: first.shares)
         let rows = try await first.events("/rows")
         let rowsID = try await rows.announcedID()
         _ = try await rows.next(type: "snapshot")

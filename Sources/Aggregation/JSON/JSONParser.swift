@@ -1,6 +1,8 @@
 /// Parses JSON text (RFC 8259) into ``JSON``, strictly: one value, no trailing commas, no
 /// comments, valid UTF-8 and escapes, numbers in JSON's grammar, nesting at most
-/// ``JSONParser/maximumDepth`` deep (so hostile input cannot exhaust the stack).
+/// ``JSONParser/maximumDepth`` deep (so hostile input cannot exhaust the stack), and at most
+/// ``JSONParser/workingMemoryLimit(forInputBytes:)`` bytes allocated for the values it builds
+/// (so hostile input cannot exhaust the memory either).
 extension JSON {
     /// Parses `bytes`; with `keepingObjectText`, each object whose text is already what the
     /// serializer would write (compact, no escapes) comes back as ``JSON/raw(_:)``, holding
@@ -29,7 +31,10 @@ extension JSON {
 
     /// Parses `bytes`, keeping the text of the objects `kept` says (see
     /// ``init(parsing:keepingObjectText:)``). Any `kept` gives the same document, or refuses
-    /// `bytes` with the same error.
+    /// `bytes` with the same error, with one exception: text whose values need more memory
+    /// than a parse may allocate (``JSONParseError/exceedsWorkingMemory``) may be accepted when
+    /// objects keep their text, since those are not built; reading their members later is
+    /// bounded alike (per read), and costs at most what the full parse would have.
     public init(parsing bytes: [UInt8], keeping kept: KeptText) throws(JSONParseError) {
         guard kept != .none else {
             self = try JSON(parsing: bytes)
@@ -46,7 +51,7 @@ extension JSON {
 
     /// The document when it is one canonical object from its first byte (whitespace after it
     /// allowed), kept as its text, as the parser would keep it, without setting up a parser: an
-    /// upstream's detail answer mostly is (~100 instructions less a document). Otherwise nil,
+    /// upstream's detail answer mostly is. Otherwise nil,
     /// and `failedAt` set past the byte where the scan failed, as the parser sets its
     /// ``JSONParser/scansObjectsFrom`` after a failed scan (so the object is then parsed in
     /// full, not scanned twice); left as it is when the scan succeeded (text after the object:
@@ -87,14 +92,45 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     public let reason: String
 
     public var description: String { "\(reason) at byte \(offset)" }
+
+    /// Whether the text was refused for the memory its values needed (more than
+    /// ``JSONParser/workingMemoryLimit(forInputBytes:)``), not for its syntax: keeping
+    /// objects as text, which are then not built, may accept it.
+    public var exceedsWorkingMemory: Bool { reason.hasPrefix(Self.workingMemoryReason) }
+
+    static let workingMemoryReason = "building its values needs more memory than the limit of"
 }
 
 struct JSONParser {
     static let maximumDepth = 512
 
+    /// What one parse may allocate for the values it builds, per byte of its input (the
+    /// whole body, also when a kept object's members are read from it later). As counted
+    /// (``workingMemoryLimit(forInputBytes:)``), per byte of text: a list of objects kept as
+    /// text needs 32 to 64 bytes per object (a `JSON` is 32 bytes, and an array grows by
+    /// doubling), a pretty-printed document a few bytes, a list of 5-digit numbers 11 to 21.
+    /// Tiny values need more, and are refused sooner: `[[],[],…]` 21 to 43, `[1,1,…]` 32 to
+    /// 64, `[[1],[1],…]` 56 to 72. Unbounded, an 8 MiB body of `[[1],[1],…]` grew the process
+    /// by 440 MiB.
+    static let workingBytesPerInputByte = 32
+    /// Room for any small document, whose fixed costs outweigh its bytes.
+    static let minimumWorkingBytes = 64 * 1024
+    /// The most one parse may allocate, whatever the input's size.
+    static let maximumWorkingBytes = 64 * 1024 * 1024
+
+    /// The bytes a parse of `count` bytes may allocate for the values it builds: the
+    /// allocations counted are every array's and object's buffers (each growth of one counted
+    /// whole, as a bound of what it holds at its peak) and every string and number too long
+    /// to be stored inline; beyond, the parse fails.
+    static func workingMemoryLimit(forInputBytes count: Int) -> Int {
+        min(maximumWorkingBytes, minimumWorkingBytes + min(count, maximumWorkingBytes) * workingBytesPerInputByte)
+    }
+
     private let bytes: UnsafeBufferPointer<UInt8>
     private var position = 0
     private var depth = 0
+    /// What the parse may still allocate (``workingMemoryLimit(forInputBytes:)``).
+    private var allowance: Int
     /// The array `bytes` points into, when objects keep their text (as ranges of it).
     private let source: [UInt8]?
     /// How many places so far hold text the serializer would write differently (whitespace
@@ -105,6 +141,7 @@ struct JSONParser {
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
         source = nil
+        allowance = Self.workingMemoryLimit(forInputBytes: bytes.count)
     }
 
     /// Where the next object may be scanned (``CanonicalJSONScanner``) and kept as text alone,
@@ -127,6 +164,7 @@ struct JSONParser {
     init(_ bytes: UnsafeBufferPointer<UInt8>, keepingObjectTextOf source: [UInt8], scanningFrom firstScanned: Int = 0) {
         self.bytes = bytes
         self.source = source
+        allowance = Self.workingMemoryLimit(forInputBytes: bytes.count)
         if UInt32(exactly: bytes.count) != nil { scansObjectsFrom = firstScanned }
     }
 
@@ -136,6 +174,7 @@ struct JSONParser {
         self.bytes = bytes
         self.source = source
         self.position = position
+        allowance = Self.workingMemoryLimit(forInputBytes: bytes.count)
         textIsCanonical = true
     }
 
@@ -195,6 +234,41 @@ struct JSONParser {
         guard depth <= Self.maximumDepth else { throw error("nesting deeper than \(Self.maximumDepth)") }
     }
 
+    // MARK: - Working memory
+
+    /// Counts `bytes` about to be allocated against the allowance.
+    @inline(__always)
+    private mutating func charge(_ bytes: Int) throws(JSONParseError) {
+        allowance -= bytes
+        guard allowance >= 0 else { throw overAllowance() }
+    }
+
+    private func overAllowance() -> JSONParseError {
+        error(JSONParseError.workingMemoryReason + " \(Self.workingMemoryLimit(forInputBytes: bytes.count)) bytes")
+    }
+
+    /// Counts the buffer `elements` grows into at its next append when it is full: twice its
+    /// capacity, as the standard library grows arrays (its old buffer is freed after; counted
+    /// as it is, every growth before included, the sum bounds what the array holds at its
+    /// peak).
+    @inline(__always)
+    private mutating func chargeGrowth<Element>(of elements: [Element]) throws(JSONParseError) {
+        guard elements.count == elements.capacity else { return }
+        try charge(Self.bufferBytes(2 * elements.capacity, of: Element.self))
+    }
+
+    /// An array buffer of `capacity` elements: its header and its elements.
+    @inline(__always)
+    private static func bufferBytes<Element>(_ capacity: Int, of _: Element.Type) -> Int {
+        32 + capacity * MemoryLayout<Element>.stride
+    }
+
+    /// Counts a `String` of `count` UTF-8 bytes: nothing when it is stored inline (up to 15).
+    @inline(__always)
+    private mutating func chargeText(_ count: Int) throws(JSONParseError) {
+        if count > 15 { try charge(32 + count) }
+    }
+
     private mutating func parseObject() throws(JSONParseError) -> JSON {
         let start = position
         if textIsCanonical, let source {
@@ -233,6 +307,7 @@ struct JSONParser {
         }
         // Room for the few members most objects have: growing from empty allocates at 1, 2
         // and 4 members.
+        try charge(Self.bufferBytes(4, of: (key: String, value: JSON).self))
         members.reserveCapacity(4)
         while true {
             skipWhitespace()
@@ -242,7 +317,9 @@ struct JSONParser {
             guard current == UInt8(ascii: ":") else { throw error("expected ':'") }
             position += 1
             skipWhitespace()
-            members.append((key, try parseValue()))
+            let value = try parseValue()
+            try chargeGrowth(of: members)
+            members.append((key, value))
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","): position += 1
@@ -273,15 +350,17 @@ struct JSONParser {
             depth -= 1
             return .array(elements)
         }
-        // As for members: growing from empty allocates at 1, 2, 4 and 8 elements. An array in
-        // kept text at the document's top (or in one of its members) is a list's items, kept
-        // objects that cost little room each: room for 16 saves growing twice for a list of up
-        // to 16 (a /groups list is read so per request). Not deeper down: an upstream's
-        // `[[1],[1],…]` would get ~400 bytes of room for every 4 bytes of text.
-        elements.reserveCapacity(textIsCanonical && depth <= 2 ? 16 : 4)
+        // As for members: growing from empty allocates at 1, 2, 4 and 8 elements. The same
+        // room wherever the array is and whoever reads it (a parse of the whole body, or a
+        // kept object's members read later), so reading a value of a document costs no more
+        // memory than parsing it in full did, and is never refused where that was not.
+        try charge(Self.bufferBytes(4, of: JSON.self))
+        elements.reserveCapacity(4)
         while true {
             skipWhitespace()
-            elements.append(try parseValue())
+            let element = try parseValue()
+            try chargeGrowth(of: elements)
+            elements.append(element)
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","): position += 1
@@ -307,6 +386,7 @@ struct JSONParser {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
+                try chargeText(slice.count)
                 position += 1
                 if nonASCII < 0x80 { return String(decoding: slice, as: UTF8.self) }
                 if source != nil, Self.containsLineOrParagraphSeparator(slice) { irregularities += 1 }
@@ -329,6 +409,9 @@ struct JSONParser {
             switch byte {
             case UInt8(ascii: "\""):
                 position += 1
+                // The decoded bytes, then the string made of them.
+                try charge(Self.bufferBytes(decoded.capacity, of: UInt8.self))
+                try chargeText(decoded.count)
                 guard let text = String(validating: decoded, as: UTF8.self) else { throw error("invalid UTF-8 in a string") }
                 return text
             case UInt8(ascii: "\\"):
@@ -418,6 +501,7 @@ struct JSONParser {
             if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { position += 1 }
             guard skipDigits() > 0 else { throw error("invalid number") }
         }
+        try chargeText(position - start)
         return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self))
     }
 

@@ -45,8 +45,8 @@ public struct RawJSON: Sendable {
     var textCount: Int { Int(end - start) }
 
     /// Appends ``text`` to `output` as one copy of contiguous bytes: appending the
-    /// `ArraySlice` went through the generic `append(contentsOf:)` (~700 instructions more
-    /// per kept object written, most of a `/groups` answer's serializing).
+    /// `ArraySlice` went through the generic `append(contentsOf:)`, for every kept object
+    /// written (most of a `/groups` answer's serializing).
     func appendText(to output: inout [UInt8]) {
         source.withUnsafeBufferPointer { buffer in
             output.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[Int(start)..<Int(end)]))
@@ -70,6 +70,10 @@ public struct RawJSON: Sendable {
         return output
     }
 
+    /// The members: those the parser built, or read from the text now, which then costs what
+    /// a parse of them costs, within the same working-memory limit
+    /// (``JSONParser/workingMemoryLimit(forInputBytes:)``, of ``source``'s size): none when
+    /// they need more.
     public var members: [(key: String, value: JSON)] {
         if let parsedMembers { return parsedMembers }
         return source.withUnsafeBufferPointer { buffer in

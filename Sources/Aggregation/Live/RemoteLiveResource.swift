@@ -15,20 +15,32 @@ import Synchronization
 /// cross threads by value (``LiveState`` is `Sendable`); everything else stays on its loop.
 public final class RemoteLiveResource: LiveSource {
     public let name: String
-    private let owner: LoopBound<any LiveSource>
+    private let owner: Owner
     public let states: AnyPublisher<LiveState, Never>
 
-    /// `owner` is the pipeline, bound to its loop; `loop` is this worker's.
-    public init(owner: LoopBound<any LiveSource>, name: String, loop: EventLoop) {
+    /// The pipeline on another loop: `source` gives it, called on `ownerLoop` only (it may
+    /// make the pipeline the first time); `loop` is this worker's.
+    public init(name: String, ownerLoop: EventLoop, source: @escaping @Sendable () -> any LiveSource, loop: EventLoop) {
         self.name = name
-        self.owner = owner
+        owner = Owner(loop: ownerLoop, source: source)
         states = CrossLoopStates(owner: owner, loop: loop).shareLatest().eraseToAnyPublisher()
+    }
+
+    /// `owner` is the pipeline, bound to its loop; `loop` is this worker's.
+    public convenience init(owner: LoopBound<any LiveSource>, name: String, loop: EventLoop) {
+        self.init(name: name, ownerLoop: owner.loop, source: { owner.value }, loop: loop)
     }
 
     public func reload() {
         let owner = self.owner
-        owner.loop.execute { owner.value.reload() }
+        owner.loop.execute { owner.source().reload() }
     }
+}
+
+/// The pipeline a ``RemoteLiveResource`` follows: its loop, and how to reach it there.
+private struct Owner: Sendable {
+    let loop: EventLoop
+    let source: @Sendable () -> any LiveSource
 }
 
 /// The owner's states, delivered on another loop. Its subscription lives on two loops: the
@@ -37,7 +49,7 @@ private struct CrossLoopStates: Publisher {
     typealias Output = LiveState
     typealias Failure = Never
 
-    let owner: LoopBound<any LiveSource>
+    let owner: Owner
     let loop: EventLoop
 
     func receive<Downstream: Subscriber>(subscriber: Downstream) where Downstream.Input == LiveState, Downstream.Failure == Never {
@@ -46,7 +58,7 @@ private struct CrossLoopStates: Publisher {
 
     /// Starts on the first demand; the owner-side sink forwards each state to `loop`.
     private final class Bridge: Subscription, @unchecked Sendable {
-        private let owner: LoopBound<any LiveSource>
+        private let owner: Owner
         private let loop: EventLoop
         /// Touched on `loop` only.
         private var downstream: AnySubscriber<LiveState, Never>?
@@ -56,7 +68,7 @@ private struct CrossLoopStates: Publisher {
         /// The owner-side subscription, made and cancelled on the owner's loop.
         private let upstream = Mutex<LoopBound<AnyCancellable>?>(nil)
 
-        init(owner: LoopBound<any LiveSource>, loop: EventLoop, downstream: AnySubscriber<LiveState, Never>) {
+        init(owner: Owner, loop: EventLoop, downstream: AnySubscriber<LiveState, Never>) {
             self.owner = owner
             self.loop = loop
             self.downstream = downstream
@@ -68,7 +80,7 @@ private struct CrossLoopStates: Publisher {
             let owner = self.owner
             owner.loop.execute { [self] in
                 guard !cancelled.withLock({ $0 }) else { return }
-                let sink = owner.value.states.sink { [self] state in
+                let sink = owner.source().states.sink { [self] state in
                     loop.execute { [self] in deliver(state) }
                 }
                 upstream.withLock { $0 = LoopBound(sink, loop: owner.loop) }

@@ -112,8 +112,8 @@ private final class ListFanOut: Cancellable {
         let item = items[index]
         guard let path = resource.detailPath(of: item) else {
             return detailEnded(index, .failure(resource.error(
-                .invalidItemID, resource.definition.listPath,
-                "an item of \(resource.definition.listPath) has no usable `\(resource.definition.idMember)`")))
+                .invalidItemID, resource.listPath,
+                "an item of \(resource.listPath) has no usable `\(resource.definition.idMember)`")))
         }
         let detail = DetailFetch(fanOut: self, index: index, item: item, path: path)
         fetches[index] = detail
@@ -165,8 +165,8 @@ private final class ListFanOut: Cancellable {
 }
 
 /// One item's detail fetch: the item merged with its details (its `read`), reported to the
-/// fan-out. One object per item, the fetch itself: a subscriber of a fetch publisher, its
-/// subscription and closures for both ends cost ~1,000 instructions more per item.
+/// fan-out. One object per item, the fetch itself, rather than a subscriber of a fetch
+/// publisher, its subscription and closures for both ends for every item.
 private final class DetailFetch: JSONFetch<JSON?> {
     /// Strong, as the fan-out holds the fetch: the two let go of each other when it ends.
     private let fanOut: ListFanOut
@@ -179,7 +179,7 @@ private final class DetailFetch: JSONFetch<JSON?> {
         self.fanOut = fanOut
         self.index = index
         self.item = item
-        super.init(upstream: fanOut.resource.upstream, path: path, trace: fanOut.trace, keeping: .objects)
+        super.init(upstream: fanOut.resource.upstream, path: path, headers: fanOut.resource.callHeaders, trace: fanOut.trace, keeping: .objects)
     }
 
     override func read(_ document: JSON) -> Result<JSON?, ResourceError> {
@@ -200,7 +200,7 @@ private final class ListFetch: JSONFetch<[JSON]> {
         self.fanOut = fanOut
         // Its items are all read: the document's own object is parsed, its items kept as text.
         super.init(
-            upstream: fanOut.resource.upstream, path: fanOut.resource.definition.listPath, trace: fanOut.trace,
+            upstream: fanOut.resource.upstream, path: fanOut.resource.listPath, headers: fanOut.resource.callHeaders, trace: fanOut.trace,
             keeping: .objectsInsideTheDocument)
     }
 

@@ -13,17 +13,21 @@ public import OpenCombine
 /// Details are fetched concurrently, at most ``Definition/concurrency`` at a time. An item
 /// whose details fail follows ``ItemFailurePolicy``. Cancelling the snapshot cancels every
 /// call still in flight.
-public struct ListResource {
+///
+/// A class: a request's pipeline, its fan-out and every fetch hold the resource, and a copy
+/// of a value this size costs a retain of each of its references.
+public final class ListResource {
     /// What to call and where the data sits, as configured.
     public struct Definition: Sendable, Equatable {
-        /// The list call, e.g. `/groups`.
-        public var listPath: String
+        /// The list call, e.g. `/groups` or `/teams/{team}/groups?status={status}`.
+        public var listPath: UpstreamPath
         /// Where the array of items is in the list response, e.g. `result`.
         public var itemsAt: JSONPath
         /// The member of each item that is its id, e.g. `id`.
         public var idMember: String
-        /// The per-item call, e.g. `/groups/{id}/metadata`.
-        public var detailPath: PathTemplate
+        /// The per-item call, e.g. `/groups/{id}/metadata`: `{id}` once, and any of the
+        /// resource's parameters.
+        public var detailPath: UpstreamPath
         /// Where the item's details are in that response (an object merged into the item).
         public var detailAt: JSONPath
         /// Detail calls in flight at once for one snapshot.
@@ -31,7 +35,7 @@ public struct ListResource {
         public var onItemFailure: ItemFailurePolicy
 
         public init(
-            listPath: String, itemsAt: JSONPath, idMember: String, detailPath: PathTemplate, detailAt: JSONPath,
+            listPath: UpstreamPath, itemsAt: JSONPath, idMember: String, detailPath: UpstreamPath, detailAt: JSONPath,
             concurrency: Int, onItemFailure: ItemFailurePolicy
         ) {
             self.listPath = listPath
@@ -57,11 +61,26 @@ public struct ListResource {
     public let name: String
     public let upstream: Upstream
     public let definition: Definition
+    /// The list call for the parameter values it was made for, e.g. `/teams/core/groups?status=open`.
+    public let listPath: String
+    /// The detail call for those values, each item's id going into `{id}`.
+    let detailTemplate: PathTemplate
+    /// What every call of it carries: the upstream's own headers and those forwarded for
+    /// its caller.
+    let callHeaders: UpstreamHeaders
 
-    public init(name: String, upstream: Upstream, definition: Definition) {
+    /// The resource for `parameters` (its values already checked), fetched for `caller`: the
+    /// paths of its calls are made here, once, not per call.
+    public init(name: String, upstream: Upstream, definition: Definition, parameters: ParameterValues = .none, caller: Caller = .anonymous) {
         self.name = name
         self.upstream = upstream
         self.definition = definition
+        listPath = definition.listPath.rendered(with: parameters)
+        guard let template = definition.detailPath.template(with: parameters) else {
+            preconditionFailure("details.path \(definition.detailPath) must hold {id} once (the configuration checks it)")
+        }
+        detailTemplate = template
+        callHeaders = upstream.headers(for: caller)
     }
 
     /// One snapshot: the list, each item merged with its details, in list order
@@ -74,8 +93,8 @@ public struct ListResource {
     func items(in list: JSON) -> Result<[JSON], ResourceError> {
         guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
             let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
-            return .failure(error(.upstreamMalformed, definition.listPath,
-                                  "upstream \(upstream.name): GET \(definition.listPath): expected an array at \(definition.itemsAt), found \(found)"))
+            return .failure(error(.upstreamMalformed, listPath,
+                                  "upstream \(upstream.name): GET \(listPath): expected an array at \(definition.itemsAt), found \(found)"))
         }
         return .success(items)
     }
@@ -84,13 +103,13 @@ public struct ListResource {
         // An id kept in the item's text becomes the path from its bytes, without a `String`.
         // (A closure, not `template.path(forID:)`: a method of a value, partially applied,
         // boxes a copy of the value.)
-        let template = definition.detailPath
+        let template = detailTemplate
         if case .raw(let text) = item, let path = text.withStringMember(named: definition.idMember, { template.path(forID: $0) }) {
             return path
         }
         return switch item[definition.idMember] {
-        case .string(let id): definition.detailPath.path(for: id)
-        case .number(let id): definition.detailPath.path(for: id)
+        case .string(let id): detailTemplate.path(for: id)
+        case .number(let id): detailTemplate.path(for: id)
         default: nil
         }
     }

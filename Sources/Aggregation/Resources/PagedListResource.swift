@@ -16,12 +16,12 @@ public import Rivers
 public struct PagedListResource {
     public struct Definition: Sendable, Equatable {
         /// The list call and where its items and their ids are.
-        public var listPath: String
+        public var listPath: UpstreamPath
         public var itemsAt: JSONPath
         public var idMember: String
         /// The page call of one item, e.g. `/topics/{id}/medias`; the cursor goes in
         /// ``cursorParameter`` (absent for the first page).
-        public var pagePath: PathTemplate
+        public var pagePath: UpstreamPath
         public var pageItemsAt: JSONPath
         /// Where the next page's cursor is in a page (`null` or missing: the last page).
         public var cursorAt: JSONPath
@@ -33,7 +33,7 @@ public struct PagedListResource {
         public var concurrency: Int
 
         public init(
-            listPath: String, itemsAt: JSONPath, idMember: String, pagePath: PathTemplate, pageItemsAt: JSONPath,
+            listPath: UpstreamPath, itemsAt: JSONPath, idMember: String, pagePath: UpstreamPath, pageItemsAt: JSONPath,
             cursorAt: JSONPath, cursorParameter: String, rowItemKey: String, rowPagesKey: String, concurrency: Int
         ) {
             self.listPath = listPath
@@ -53,10 +53,24 @@ public struct PagedListResource {
     public let upstream: Upstream
     public let definition: Definition
 
-    public init(name: String, upstream: Upstream, definition: Definition) {
+    /// The list call for the parameter values it was made for.
+    public let listPath: String
+    /// The page call of an item for those values, its id going into `{id}`.
+    private let pageTemplate: PathTemplate
+    /// The upstream's headers and those forwarded for its caller.
+    private let callHeaders: UpstreamHeaders
+
+    /// The resource for `parameters` (already checked), fetched for `caller`.
+    public init(name: String, upstream: Upstream, definition: Definition, parameters: ParameterValues = .none, caller: Caller = .anonymous) {
         self.name = name
         self.upstream = upstream
         self.definition = definition
+        listPath = definition.listPath.rendered(with: parameters)
+        guard let template = definition.pagePath.template(with: parameters) else {
+            preconditionFailure("pages.path \(definition.pagePath) must hold {id} once (the configuration checks it)")
+        }
+        pageTemplate = template
+        callHeaders = upstream.headers(for: caller)
     }
 
     /// Every row with its first page (the JSON answer); every call a span of `trace`.
@@ -111,23 +125,26 @@ public struct PagedListResource {
     // MARK: - Calls
 
     private func items(trace: TraceContext) -> Upstream.FetchJSON<[JSON]> {
-        upstream.json(definition.listPath, trace: trace) { list in
+        upstream.json(listPath, headers: callHeaders, trace: trace) { [listPath] list in
             guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
                 let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
-                return .failure(malformed(definition.listPath, "expected an array at \(definition.itemsAt), found \(found)"))
+                return .failure(malformed(listPath, "expected an array at \(definition.itemsAt), found \(found)"))
             }
             return .success(items)
         }
     }
 
     private func page(of item: JSON, at cursor: String?, trace: TraceContext) -> AnyPublisher<Page<JSON, String>, ResourceError> {
-        guard let id = id(of: item), let base = definition.pagePath.path(for: id) else {
-            return Fail(error: ResourceError(code: .invalidItemID, upstream: upstream.name, path: definition.listPath,
-                                             message: "an item of \(definition.listPath) has no usable `\(definition.idMember)`"))
+        guard let id = id(of: item), let base = pageTemplate.path(for: id) else {
+            return Fail(error: ResourceError(code: .invalidItemID, upstream: upstream.name, path: listPath,
+                                             message: "an item of \(listPath) has no usable `\(definition.idMember)`"))
                 .eraseToAnyPublisher()
         }
-        let path = cursor.map { base + "?" + definition.cursorParameter + "=" + QueryString.percentEncoded($0) } ?? base
-        return upstream.json(path, trace: trace) { document in
+        // The template may hold a query of its own (`/topics/{id}/medias?size=20`): the cursor
+        // then follows it. The id, percent-encoded, holds no `?`.
+        let separator = base.contains("?") ? "&" : "?"
+        let path = cursor.map { base + separator + definition.cursorParameter + "=" + QueryString.percentEncoded($0) } ?? base
+        return upstream.json(path, headers: callHeaders, trace: trace) { document in
             guard let items = definition.pageItemsAt.value(in: document)?.arrayValue else {
                 let found = definition.pageItemsAt.value(in: document)?.kindDescription ?? "nothing"
                 return .failure(malformed(path, "expected an array at \(definition.pageItemsAt), found \(found)"))

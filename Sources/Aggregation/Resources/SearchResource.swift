@@ -10,8 +10,8 @@ public import OpenCombine
 /// ```
 public struct SearchResource {
     public struct Definition: Sendable, Equatable {
-        /// The search call, e.g. `/search/repositories`.
-        public var path: String
+        /// The search call, e.g. `/search/repositories`, with any of the resource's parameters.
+        public var path: UpstreamPath
         /// The query parameter that carries the query, e.g. `q`.
         public var parameter: String
         /// Where the results array is in the response, e.g. `items`.
@@ -20,7 +20,7 @@ public struct SearchResource {
         /// How long a stream's query must stay unchanged before it is searched.
         public var debounce: Duration
 
-        public init(path: String, parameter: String, itemsAt: JSONPath, minimumLength: Int, debounce: Duration) {
+        public init(path: UpstreamPath, parameter: String, itemsAt: JSONPath, minimumLength: Int, debounce: Duration) {
             self.path = path
             self.parameter = parameter
             self.itemsAt = itemsAt
@@ -32,11 +32,18 @@ public struct SearchResource {
     public let name: String
     public let upstream: Upstream
     public let definition: Definition
+    /// The search call for the parameter values it was made for, without the query.
+    public let path: String
+    /// The upstream's headers and those forwarded for its caller.
+    private let callHeaders: UpstreamHeaders
 
-    public init(name: String, upstream: Upstream, definition: Definition) {
+    /// The resource for `parameters` (already checked), searched for `caller`.
+    public init(name: String, upstream: Upstream, definition: Definition, parameters: ParameterValues = .none, caller: Caller = .anonymous) {
         self.name = name
         self.upstream = upstream
         self.definition = definition
+        path = definition.path.rendered(with: parameters)
+        callHeaders = upstream.headers(for: caller)
     }
 
     /// The results for `query`: the upstream's items as a JSON array; the call a span of `trace`.
@@ -44,9 +51,9 @@ public struct SearchResource {
         guard query.count >= definition.minimumLength else {
             return Just(JSON.array([])).setFailureType(to: ResourceError.self).eraseToAnyPublisher()
         }
-        let separator = definition.path.contains("?") ? "&" : "?"
-        let path = definition.path + separator + definition.parameter + "=" + QueryString.percentEncoded(query)
-        return upstream.json(path, trace: trace) { document in
+        let separator = path.contains("?") ? "&" : "?"
+        let path = path + separator + definition.parameter + "=" + QueryString.percentEncoded(query)
+        return upstream.json(path, headers: callHeaders, trace: trace) { document in
             guard let items = definition.itemsAt.value(in: document)?.arrayValue else {
                 let found = definition.itemsAt.value(in: document)?.kindDescription ?? "nothing"
                 return .failure(ResourceError(

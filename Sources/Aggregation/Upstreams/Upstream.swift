@@ -38,15 +38,27 @@ public final class Upstream {
     public let name: String
     public let base: BaseURL
     public let policy: Policy
+    /// The client's request headers it forwards (`forward`), by name as configured.
+    public let forwardedHeaderNames: [String]
+    /// What every call to it carries before any forwarded header: `Accept` and the configured
+    /// `headers` (secrets: never logged). One array for all its calls.
+    private let baseHeaders: UpstreamHeaders
     let client: UpstreamClient
     let metrics: UpstreamMetrics
     /// Shared by every worker's `Upstream` of this name; nil: calls are never refused.
     let breaker: CircuitBreaker?
 
-    public init(name: String, base: BaseURL, policy: Policy = .init(), client: UpstreamClient, breaker: CircuitBreaker? = nil) {
+    /// `headers` go on every call (the configuration refuses the names a client must not
+    /// set); the client's headers named in `forward` go on every call its requests cause.
+    public init(
+        name: String, base: BaseURL, policy: Policy = .init(), headers: UpstreamHeaders = [], forward: [String] = [],
+        client: UpstreamClient, breaker: CircuitBreaker? = nil
+    ) {
         self.name = name
         self.base = base
         self.policy = policy
+        baseHeaders = acceptingJSON + headers
+        forwardedHeaderNames = forward
         self.client = client
         self.breaker = breaker
         metrics = UpstreamMetrics(upstream: name)
@@ -61,8 +73,14 @@ public final class Upstream {
     /// ```
     /// request(1) ──▶ GET ──▶ 503 ──backoff──▶ GET ──▶ 200 {…} ──▶ JSON ─|
     /// ```
-    public func json(_ path: String, trace: TraceContext) -> FetchJSON<JSON> {
-        FetchJSON(upstream: self, path: path, trace: trace, keepsObjectText: false) { .success($0) }
+    public func json(_ path: String, headers: UpstreamHeaders? = nil, trace: TraceContext) -> FetchJSON<JSON> {
+        FetchJSON(upstream: self, path: path, headers: headers ?? baseHeaders, trace: trace, keepsObjectText: false) { .success($0) }
+    }
+
+    /// The headers of a call made for `caller`: the upstream's own, then the headers its
+    /// client's request carried that this upstream forwards.
+    public func headers(for caller: Caller) -> UpstreamHeaders {
+        caller.forwardedHeaders.isEmpty ? baseHeaders : baseHeaders + caller.forwardedHeaders.map { ($0.name, $0.value) }
     }
 
     /// GET `path` and make something of the parsed body with `read`, whose failure fails the
@@ -76,10 +94,10 @@ public final class Upstream {
     /// With `keepingObjectText`, the body's objects come to `read` with their text where it can
     /// be copied out as is (``JSON/init(parsing:keepingObjectText:)``).
     public func json<Value>(
-        _ path: String, trace: TraceContext, keepingObjectText: Bool = false,
+        _ path: String, headers: UpstreamHeaders? = nil, trace: TraceContext, keepingObjectText: Bool = false,
         read: @escaping (JSON) -> Result<Value, ResourceError>
     ) -> FetchJSON<Value> {
-        FetchJSON(upstream: self, path: path, trace: trace, keepsObjectText: keepingObjectText, read: read)
+        FetchJSON(upstream: self, path: path, headers: headers ?? baseHeaders, trace: trace, keepsObjectText: keepingObjectText, read: read)
     }
 
     /// See ``Upstream/json(_:read:)``.
@@ -89,6 +107,7 @@ public final class Upstream {
 
         let upstream: Upstream
         public let path: String
+        let headers: UpstreamHeaders
         public let trace: TraceContext
         let keepsObjectText: Bool
         let read: (JSON) -> Result<Value, ResourceError>
@@ -110,7 +129,9 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
     init(fetch: Upstream.FetchJSON<Value>, downstream: Downstream) {
         readBody = fetch.read
         self.downstream = downstream
-        super.init(upstream: fetch.upstream, path: fetch.path, trace: fetch.trace, keeping: fetch.keepsObjectText ? .objects : .none)
+        super.init(
+            upstream: fetch.upstream, path: fetch.path, headers: fetch.headers, trace: fetch.trace,
+            keeping: fetch.keepsObjectText ? .objects : .none)
     }
 
     func request(_ demand: Subscribers.Demand) {
@@ -134,17 +155,22 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
     }
 }
 
-/// What every fetch asks for: one array, made once.
-private let acceptingJSON = [("Accept", "application/json")]
+/// The headers of an upstream call, as sent: name and value.
+public typealias UpstreamHeaders = [(String, String)]
+
+/// What every fetch asks for.
+private let acceptingJSON: UpstreamHeaders = [("Accept", "application/json")]
 
 /// One JSON fetch: attempts, backoff between them, and cancellation of whichever is current.
 /// What the parsed body becomes (``read(_:)``) and where the one result goes (``deliver(_:)``)
 /// are a subclass's: ``FetchSubscription`` passes it to a subscriber; the list fan-out's
 /// per-item fetch merges the item and reports to the fan-out, as one object per item, without
-/// a subscriber, a subscription and a `read` closure besides (~1,000 instructions per call).
+/// a subscriber, a subscription and a `read` closure besides.
 class JSONFetch<Value> {
     let upstream: Upstream
     let path: String
+    /// Made once for all the calls of a resource's request (``Upstream/headers(for:)``).
+    private let headers: UpstreamHeaders
     private let trace: TraceContext
     /// Which of the body's objects keep their text (``JSON/KeptText``).
     private let keptText: JSON.KeptText
@@ -157,9 +183,10 @@ class JSONFetch<Value> {
     /// The breaker's ticket for the call in flight, to report its outcome with.
     private var ticket: CircuitBreaker.Ticket?
 
-    init(upstream: Upstream, path: String, trace: TraceContext, keeping keptText: JSON.KeptText) {
+    init(upstream: Upstream, path: String, headers: UpstreamHeaders, trace: TraceContext, keeping keptText: JSON.KeptText) {
         self.upstream = upstream
         self.path = path
+        self.headers = headers
         self.trace = trace
         self.keptText = keptText
     }
@@ -204,7 +231,7 @@ class JSONFetch<Value> {
         }
         // The trace's headers are written by the client: one shared header array for all calls.
         let request = UpstreamRequest(
-            base: upstream.base, path: path, headers: acceptingJSON, trace: trace,
+            base: upstream.base, path: path, headers: headers, trace: trace,
             timeout: upstream.policy.timeout, maxResponseBytes: upstream.policy.maxResponseBytes)
         // A closure that captures nothing, handed the fetch: no allocation per call.
         call = upstream.client.execute(request, for: self) { fetch, result in

@@ -418,4 +418,16 @@ struct ClusterLink: Sendable {
         let agent = self.agent
         agent.loop.execute { agent.value.reload(resource) }
     }
+
+    /// Stops sharing resource `name` (a reload removed or changed it).
+    func release(_ name: String) {
+        let agent = self.agent
+        agent.loop.execute { agent.value.release(name) }
+    }
+
+    /// Leaves the fleet (shutdown).
+    func leave() {
+        let agent = self.agent
+        agent.loop.execute { agent.value.leave() }
+    }
 }

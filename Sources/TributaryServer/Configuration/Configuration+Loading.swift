@@ -1,5 +1,6 @@
 import Aggregation
 import Glibc
+import HTTPCore
 import UpstreamClient
 import Redis
 
@@ -28,7 +29,7 @@ extension Configuration {
     public static func load(
         yaml: String, file: String, environment: [String: String] = [:], overrides: Overrides = .init()
     ) throws(ConfigurationError) -> Configuration {
-        var configuration = try Configuration(yaml: YAMLSection.root(yaml: yaml, file: file))
+        var configuration = try Configuration(yaml: YAMLSection.root(yaml: yaml, file: file), environment: environment)
         try configuration.apply(environment: environment)
         try configuration.apply(overrides)
         try configuration.validate(file: file)
@@ -40,12 +41,12 @@ extension Configuration {
 
     static let logLevels: Set<String> = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
-    private init(yaml root: YAMLSection) throws(ConfigurationError) {
+    private init(yaml root: YAMLSection, environment: [String: String]) throws(ConfigurationError) {
         try root.allowOnly(["server", "sse", "cluster", "upstreams", "resources"])
         if let section = try root.section("server") {
             try section.allowOnly([
                 "listen", "workers", "logLevel", "requestTimeout", "maxHeaderBytes", "maxBodyBytes", "maxConnections",
-                "shutdownTimeout", "adminToken", "corsOrigins",
+                "shutdownTimeout", "adminToken", "corsOrigins", "staleIfErrorBytes", "maxIdentities",
             ])
             if let text = try section.string("listen") {
                 guard let address = ListenAddress(text) else {
@@ -64,6 +65,8 @@ extension Configuration {
             server.shutdownTimeout = try section.duration("shutdownTimeout") ?? server.shutdownTimeout
             server.adminToken = try section.string("adminToken").flatMap { $0.isEmpty ? nil : $0 }
             server.corsOrigins = try section.strings("corsOrigins") ?? server.corsOrigins
+            server.staleIfErrorBytes = try section.integer("staleIfErrorBytes", atLeast: 0) ?? server.staleIfErrorBytes
+            server.maxIdentities = try section.integer("maxIdentities", atLeast: 1) ?? server.maxIdentities
         }
         if let section = try root.section("sse") {
             try section.allowOnly(["heartbeat", "retry", "sendBuffer", "maxSubscribers"])
@@ -96,7 +99,9 @@ extension Configuration {
             }
         }
         for (name, section) in try root.section("upstreams")?.namedSections() ?? [] {
-            try section.allowOnly(["url", "timeout", "retries", "backoff", "poolSize", "maxQueue", "maxResponseBytes", "circuitBreaker"])
+            try section.allowOnly([
+                "url", "timeout", "retries", "backoff", "poolSize", "maxQueue", "maxResponseBytes", "circuitBreaker", "headers", "forward",
+            ])
             var upstream = UpstreamSettings(url: try Self.baseURL(try section.requiredString("url"), at: section.location("url")))
             upstream.policy.timeout = try section.duration("timeout") ?? upstream.policy.timeout
             upstream.policy.retries = try section.integer("retries", atLeast: 0) ?? upstream.policy.retries
@@ -107,42 +112,55 @@ extension Configuration {
             if let breaker = try section.section("circuitBreaker") {
                 upstream.circuitBreaker = try Self.circuitBreaker(breaker)
             }
+            if let headers = try section.section("headers") {
+                upstream.headers = try Self.upstreamHeaders(headers, environment: environment)
+            }
+            if let forward = try section.strings("forward") {
+                upstream.forward = try Self.forwardedHeaders(forward, at: section.location("forward"))
+            }
             upstreams[name] = upstream
         }
         for (name, section) in try root.section("resources")?.namedSections() ?? [] {
-            resources[name] = try Self.resource(section)
+            resources[name] = try Self.resource(section, named: name)
         }
     }
 
-    private static func resource(_ section: YAMLSection) throws(ConfigurationError) -> Resource {
+    private static func resource(_ section: YAMLSection, named name: String) throws(ConfigurationError) -> Resource {
         let kind = try section.requiredString("kind")
         let answers = try answerSettings(section)
+        let routing = try Self.routing(section, named: name)
+        let declared = Set(routing.parameters.map(\.name))
         switch kind {
         case "list":
-            try section.allowOnly(answerKeys.union(["kind", "upstream", "list", "details", "concurrency", "refreshInterval", "onItemFailure"]))
+            try section.allowOnly(answerKeys.union(routingKeys).union([
+                "kind", "upstream", "list", "details", "concurrency", "refreshInterval", "onItemFailure", "maxLivePipelines",
+            ]))
             let list = try section.requiredSection("list")
             try list.allowOnly(["path", "items", "id"])
             let details = try section.requiredSection("details")
             try details.allowOnly(["path", "value"])
-            let detailPath = try template(details, "path")
-            let listPath = try path(list, "path")
+            let detailPath = try upstreamPath(details, "path", itemID: true, parameters: declared)
+            let listPath = try upstreamPath(list, "path", itemID: false, parameters: declared)
             let policyName = try section.string("onItemFailure") ?? ListResource.ItemFailurePolicy.mark.rawValue
             guard let policy = ListResource.ItemFailurePolicy(rawValue: policyName) else {
                 let known = ListResource.ItemFailurePolicy.allCases.map(\.rawValue).joined(separator: ", ")
                 throw ConfigurationError(section.location("onItemFailure"), "expected one of \(known), found \"\(policyName)\"")
             }
             var settings = ListSettings(
-                upstream: try section.requiredString("upstream"),
+                upstream: try section.requiredString("upstream"), routing: routing,
                 definition: ListResource.Definition(
                     listPath: listPath, itemsAt: JSONPath(try list.string("items") ?? ""),
                     idMember: try list.string("id") ?? "id", detailPath: detailPath,
                     detailAt: JSONPath(try details.string("value") ?? ""),
                     concurrency: try section.integer("concurrency", atLeast: 1) ?? 16, onItemFailure: policy))
             settings.refreshInterval = try section.duration("refreshInterval") ?? settings.refreshInterval
+            settings.maxLivePipelines = try section.integer("maxLivePipelines", atLeast: 1) ?? settings.maxLivePipelines
             settings.answers = answers
             return .list(settings)
         case "pages":
-            try section.allowOnly(answerKeys.union(["kind", "upstream", "list", "pages", "row", "concurrency", "loadMoreArgument"]))
+            try section.allowOnly(answerKeys.union(routingKeys).union([
+                "kind", "upstream", "list", "pages", "row", "concurrency", "loadMoreArgument",
+            ]))
             let list = try section.requiredSection("list")
             try list.allowOnly(["path", "items", "id"])
             let pages = try section.requiredSection("pages")
@@ -150,10 +168,11 @@ extension Configuration {
             let row = try section.section("row")
             try row?.allowOnly(["item", "pages"])
             var settings = PagesSettings(
-                upstream: try section.requiredString("upstream"),
+                upstream: try section.requiredString("upstream"), routing: routing,
                 definition: PagedListResource.Definition(
-                    listPath: try path(list, "path"), itemsAt: JSONPath(try list.string("items") ?? ""),
-                    idMember: try list.string("id") ?? "id", pagePath: try template(pages, "path"),
+                    listPath: try upstreamPath(list, "path", itemID: false, parameters: declared),
+                    itemsAt: JSONPath(try list.string("items") ?? ""), idMember: try list.string("id") ?? "id",
+                    pagePath: try upstreamPath(pages, "path", itemID: true, parameters: declared),
                     pageItemsAt: JSONPath(try pages.string("items") ?? ""), cursorAt: JSONPath(try pages.string("cursor") ?? "next"),
                     cursorParameter: try pages.string("parameter") ?? "page", rowItemKey: try row?.string("item") ?? "item",
                     rowPagesKey: try row?.string("pages") ?? "items", concurrency: try section.integer("concurrency", atLeast: 1) ?? 8))
@@ -161,11 +180,18 @@ extension Configuration {
             settings.answers = answers
             return .pages(settings)
         case "search":
-            try section.allowOnly(answerKeys.union(["kind", "upstream", "path", "parameter", "items", "minimumLength", "debounce"]))
+            try section.allowOnly(answerKeys.union(routingKeys).union([
+                "kind", "upstream", "path", "parameter", "items", "minimumLength", "debounce",
+            ]))
+            let queryParameter = try section.string("parameter") ?? "q"
+            if declared.contains(queryParameter) {
+                throw ConfigurationError(section.location("parameters.\(queryParameter)"),
+                                         "\(queryParameter) is the search's own query parameter (`parameter`); name this one otherwise")
+            }
             return .search(SearchSettings(
-                upstream: try section.requiredString("upstream"),
+                upstream: try section.requiredString("upstream"), routing: routing,
                 definition: SearchResource.Definition(
-                    path: try path(section, "path"), parameter: try section.string("parameter") ?? "q",
+                    path: try upstreamPath(section, "path", itemID: false, parameters: declared), parameter: queryParameter,
                     itemsAt: JSONPath(try section.string("items") ?? ""),
                     minimumLength: try section.integer("minimumLength", atLeast: 0) ?? 3,
                     debounce: try section.duration("debounce") ?? .milliseconds(300)),
@@ -191,6 +217,71 @@ extension Configuration {
         return settings
     }
 
+    /// Header names neither configured nor forwarded: the client writes them itself, or they
+    /// describe one connection, not the request (RFC 9110 §7.6.1).
+    static let reservedHeaderNames: Set<String> = [
+        "host", "connection", "content-length", "transfer-encoding", "traceparent", "tracestate", "keep-alive", "te", "trailer",
+        "upgrade", "proxy-connection",
+    ]
+
+    /// `upstreams.<name>.headers`: names that are tokens and not reserved; values with
+    /// `${VAR}` expanded from `environment`, no control bytes. A value never appears in an
+    /// error (it is a secret); its key and its variable's name do.
+    private static func upstreamHeaders(_ section: YAMLSection, environment: [String: String]) throws(ConfigurationError) -> [UpstreamHeader] {
+        var headers: [UpstreamHeader] = []
+        for key in section.mapping.keys {
+            let name = key.string ?? "\(key)"
+            let location = section.location(name)
+            try checkHeaderName(name, at: location)
+            guard let template = try section.string(name) else { continue }
+            let value = try expandVariables(in: template, from: environment, at: location)
+            guard !value.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) else {
+                throw ConfigurationError(location, "the value holds a control character (a line break would end the header)")
+            }
+            headers.append(UpstreamHeader(name: name, value: value))
+        }
+        return headers
+    }
+
+    /// `upstreams.<name>.forward`: header names, tokens, not reserved, each once.
+    private static func forwardedHeaders(_ names: [String], at location: String) throws(ConfigurationError) -> [String] {
+        for name in names { try checkHeaderName(name, at: location) }
+        guard Set(names.map { $0.lowercased() }).count == names.count else { throw ConfigurationError(location, "names a header twice") }
+        return names
+    }
+
+    private static func checkHeaderName(_ name: String, at location: String) throws(ConfigurationError) {
+        guard !name.isEmpty, name.utf8.allSatisfy(HTTPSyntax.isTokenByte) else {
+            throw ConfigurationError(location, "\"\(name)\" is not a header name")
+        }
+        guard !reservedHeaderNames.contains(name.lowercased()) else {
+            throw ConfigurationError(location, "\(name) cannot be set: Tributary writes it itself, or it belongs to one connection")
+        }
+    }
+
+    /// `text` with each `${NAME}` replaced by that environment variable's value; an unset
+    /// variable fails, naming it.
+    static func expandVariables(in text: String, from environment: [String: String], at location: String) throws(ConfigurationError) -> String {
+        var result = ""
+        var rest = Substring(text)
+        while let start = rest.range(of: "${") {
+            result += rest[..<start.lowerBound]
+            guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
+                throw ConfigurationError(location, "a ${ without its }")
+            }
+            let variable = String(rest[start.upperBound..<end])
+            guard !variable.isEmpty, variable.utf8.allSatisfy({ ($0 | 0x20) &- 0x61 < 26 || $0 &- 0x30 < 10 || $0 == UInt8(ascii: "_") }) else {
+                throw ConfigurationError(location, "${\(variable)} is not an environment variable's name")
+            }
+            guard let value = environment[variable] else {
+                throw ConfigurationError(location, "the environment variable \(variable) is not set")
+            }
+            result += value
+            rest = rest[rest.index(after: end)...]
+        }
+        return result + rest
+    }
+
     /// The keys of ``JSONAnswerSettings``, which every kind of resource takes.
     private static let answerKeys: Set<String> = ["coalesce", "staleIfError"]
 
@@ -208,20 +299,118 @@ extension Configuration {
         return settings
     }
 
-    /// A required upstream path: it must start with `/`.
-    private static func path(_ section: YAMLSection, _ key: String) throws(ConfigurationError) -> String {
-        let path = try section.requiredString(key)
-        guard path.hasPrefix("/") else { throw ConfigurationError(section.location(key), "must start with /, found \"\(path)\"") }
+    /// A required upstream path starting with `/`, whose placeholders are `parameters` of the
+    /// resource and, when `itemID`, `{id}` exactly once (a detail or page path); a list or
+    /// search path has no `{id}`.
+    private static func upstreamPath(
+        _ section: YAMLSection, _ key: String, itemID: Bool, parameters: Set<String>
+    ) throws(ConfigurationError) -> UpstreamPath {
+        let text = try section.requiredString(key)
+        guard let path = UpstreamPath(text) else {
+            throw ConfigurationError(section.location(key), "expected a path starting with / whose {…} name parameters, found \"\(text)\"")
+        }
+        let ids = path.placeholders.filter { $0 == UpstreamPath.itemID }.count
+        if itemID, ids != 1 {
+            throw ConfigurationError(section.location(key), "must hold {id} exactly once (where each item's id goes), found \"\(text)\"")
+        }
+        if !itemID, ids > 0 {
+            throw ConfigurationError(section.location(key), "{id} is for detail and page paths; this path names no item")
+        }
+        for name in path.placeholders where name != UpstreamPath.itemID && !parameters.contains(name) {
+            let known = parameters.isEmpty ? "it declares none" : "declared: \(parameters.sorted().joined(separator: ", "))"
+            throw ConfigurationError(section.location(key), "{\(name)} is not a parameter of the resource (\(known))")
+        }
         return path
     }
 
-    /// A required path template holding `{id}` once.
-    private static func template(_ section: YAMLSection, _ key: String) throws(ConfigurationError) -> PathTemplate {
-        let text = try section.requiredString(key)
-        guard let template = PathTemplate(text) else {
-            throw ConfigurationError(section.location(key), "expected a path starting with / holding {id} once, found \"\(text)\"")
+    /// The keys of ``Routing``, which every kind of resource takes.
+    private static let routingKeys: Set<String> = ["route", "parameters"]
+
+    /// `route` (default `/<name>`) and `parameters` of resource `name`: every `{…}` segment of
+    /// the route names a path parameter, and every path parameter has its segment.
+    private static func routing(_ section: YAMLSection, named name: String) throws(ConfigurationError) -> Routing {
+        var parameters: [ParameterDefinition] = []
+        for (parameterName, parameter) in try section.section("parameters")?.namedSections() ?? [] {
+            parameters.append(try Self.parameter(parameter, named: parameterName))
         }
-        return template
+        parameters.sort { $0.name < $1.name }
+        let configured = try section.string("route")
+        let route = configured ?? "/\(name)"
+        let location = section.location("route")
+        guard route.hasPrefix("/"), !route.contains("?"), !route.contains("#") else {
+            throw ConfigurationError(location, "expected a path starting with /, without a query, found \"\(route)\"")
+        }
+        // The default route is the name, which ``validate(file:)`` checks as a name.
+        let segments = configured == nil ? [] : route.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        var named: [String] = []
+        for (index, segment) in segments.enumerated() {
+            guard !segment.isEmpty else { throw ConfigurationError(location, "has an empty segment: \"\(route)\"") }
+            if segment.hasPrefix("{") || segment.hasSuffix("}") || segment.contains("{") || segment.contains("}") {
+                guard segment.hasPrefix("{"), segment.hasSuffix("}"), segment.count > 2,
+                      !segment.dropFirst().dropLast().contains(where: { $0 == "{" || $0 == "}" }) else {
+                    throw ConfigurationError(location, "a parameter takes a whole segment, as in /teams/{team}/groups; found \"\(segment)\"")
+                }
+                guard index > 0 else {
+                    throw ConfigurationError(location, "its first segment must be fixed text: a parameter there would take every other path")
+                }
+                named.append(String(segment.dropFirst().dropLast()))
+            } else if index == 0, reservedFirstSegments.contains(String(segment)) {
+                throw ConfigurationError(location, "/\(segment) is Tributary's own endpoint")
+            }
+        }
+        for parameter in named {
+            guard let definition = parameters.first(where: { $0.name == parameter }) else {
+                throw ConfigurationError(location, "{\(parameter)} is not declared under parameters")
+            }
+            guard definition.location == .path else {
+                throw ConfigurationError(location, "{\(parameter)} is declared in: query; a route segment is a path parameter")
+            }
+        }
+        guard Set(named).count == named.count else { throw ConfigurationError(location, "names a parameter twice") }
+        for definition in parameters where definition.location == .path && !named.contains(definition.name) {
+            throw ConfigurationError(section.location("parameters.\(definition.name)"),
+                                     "a path parameter needs its {\(definition.name)} segment in route (\(route)); or say in: query")
+        }
+        return Routing(route: route, parameters: parameters)
+    }
+
+    /// First segments a route may not take: the endpoints every service has.
+    private static let reservedFirstSegments: Set<String> = ["streams", "events", "healthz", "metrics", "openapi.json"]
+
+    /// `resources.<name>.parameters.<parameter>`: `in`, `pattern`, `enum`, `default`, `required`.
+    private static func parameter(_ section: YAMLSection, named name: String) throws(ConfigurationError) -> ParameterDefinition {
+        try section.allowOnly(["in", "pattern", "enum", "default", "required"])
+        guard !name.isEmpty, name != UpstreamPath.itemID, UpstreamPath("/{\(name)}") != nil else {
+            throw ConfigurationError(section.location(""), "a parameter's name is letters, digits, - and _ (and not id, which names an item)")
+        }
+        let locationName = try section.string("in") ?? ParameterDefinition.Location.path.rawValue
+        guard let location = ParameterDefinition.Location(rawValue: locationName) else {
+            throw ConfigurationError(section.location("in"), "expected path or query, found \"\(locationName)\"")
+        }
+        let definition = ParameterDefinition(
+            name: name, location: location, pattern: try section.string("pattern"), allowed: try section.strings("enum"),
+            defaultValue: try section.string("default"), required: try section.boolean("required"))
+        if let allowed = definition.allowed, allowed.isEmpty {
+            throw ConfigurationError(section.location("enum"), "expected at least one value")
+        }
+        if location == .path {
+            if definition.defaultValue != nil {
+                throw ConfigurationError(section.location("default"), "a path parameter is always given: its segment is part of the route")
+            }
+            if definition.required == false {
+                throw ConfigurationError(section.location("required"), "a path parameter is always required: its segment is part of the route")
+            }
+        }
+        let validator: ParameterValidator
+        do {
+            validator = try ParameterValidator([definition])
+        } catch {
+            throw ConfigurationError(section.location("pattern"), "not a regular expression: \(error)")
+        }
+        if let value = definition.defaultValue, case .failure(let problem) = validator.values(from: [name: value]) {
+            throw ConfigurationError(section.location("default"), "the default itself is refused: \(problem.message)")
+        }
+        return definition
     }
 
     private static func redisEndpoint(_ text: String, at location: String) throws(ConfigurationError) -> RedisEndpoint {

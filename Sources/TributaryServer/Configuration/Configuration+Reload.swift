@@ -16,6 +16,7 @@ extension Configuration {
         ("server.maxBodyBytes", { $0.server.maxBodyBytes != $1.server.maxBodyBytes }),
         ("server.maxConnections", { $0.server.maxConnections != $1.server.maxConnections }),
         ("server.shutdownTimeout", { $0.server.shutdownTimeout != $1.server.shutdownTimeout }),
+        ("server.maxIdentities", { $0.server.maxIdentities != $1.server.maxIdentities }),
         ("sse", { $0.sse != $1.sse }),
         ("cluster", { $0.cluster != $1.cluster }),
     ]
@@ -26,13 +27,15 @@ extension Configuration {
     }
 
     /// `self` with the restart-only settings of `running`: what a reload applies. Everything
-    /// else (`upstreams`, `resources`, `server.adminToken`, `server.corsOrigins`) is `self`'s.
+    /// else (`upstreams`, `resources`, `server.adminToken`, `server.corsOrigins`,
+    /// `server.staleIfErrorBytes`) is `self`'s.
     public func keepingRestartOnlySettings(of running: Configuration) -> Configuration {
         var applied = self
-        let (adminToken, corsOrigins) = (server.adminToken, server.corsOrigins)
+        let (adminToken, corsOrigins, staleIfErrorBytes) = (server.adminToken, server.corsOrigins, server.staleIfErrorBytes)
         applied.server = running.server
         applied.server.adminToken = adminToken
         applied.server.corsOrigins = corsOrigins
+        applied.server.staleIfErrorBytes = staleIfErrorBytes
         applied.sse = running.sse
         applied.cluster = running.cluster
         applied.clusterWithoutRedis = nil

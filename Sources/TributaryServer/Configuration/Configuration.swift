@@ -59,6 +59,13 @@ public struct Configuration: Sendable {
         /// `corsOrigins`, `TRIBUTARY_CORS_ORIGINS` (comma-separated): origins whose pages may
         /// call the service (`*`: any).
         public var corsOrigins: [String] = []
+        /// `maxIdentities`: identities with live pipelines in the process at once (each client
+        /// of a per-identity resource has pipelines of its own); beyond it, a new identity's
+        /// stream gets 503 `too_many_identities`.
+        public var maxIdentities = 10_000
+        /// `staleIfErrorBytes`: what the whole process may keep of last good documents for
+        /// `staleIfError`; beyond it, those fetched longest ago are dropped.
+        public var staleIfErrorBytes = 64 * 1024 * 1024
 
         public init() {}
 
@@ -116,10 +123,34 @@ public struct Configuration: Sendable {
         public var maxQueue = 10_000
         /// `circuitBreaker: {failures, openFor}` (or `enabled: false`): see ``CircuitBreaker``.
         public var circuitBreaker = CircuitBreaker.Settings()
+        /// `headers`: sent on every call to this upstream (an API key, a service token),
+        /// `${VAR}` expanded from the environment. Their values are secrets.
+        public var headers: [UpstreamHeader] = []
+        /// `forward`: the client's request headers (`Authorization`, `Cookie`) sent on every
+        /// call to this upstream that the request causes; a resource of this upstream is then
+        /// per identity.
+        public var forward: [String] = []
 
         public init(url: BaseURL) {
             self.url = url
         }
+    }
+
+    /// `upstreams.<name>.headers.<header>`: one header every call to the upstream carries.
+    /// Its value is a secret: it describes and mirrors itself without it, so no log line or
+    /// dump of a configuration can show it.
+    public struct UpstreamHeader: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
+        public let name: String
+        /// The value, `${VAR}` expanded.
+        let value: String
+
+        init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+
+        public var description: String { "\(name): <secret>" }
+        public var customMirror: Mirror { Mirror(self, children: ["name": name, "value": "<secret>"]) }
     }
 
     /// `resources.<name>:` — one resource served at `/<name>`.
@@ -148,6 +179,30 @@ public struct Configuration: Sendable {
             case .search(let settings): settings.answers
             }
         }
+
+        /// Where it is served and what it takes from the client: `route`, `parameters`.
+        public var routing: Routing {
+            switch self {
+            case .list(let settings): settings.routing
+            case .pages(let settings): settings.routing
+            case .search(let settings): settings.routing
+            }
+        }
+    }
+
+    /// `resources.<name>.route` and `.parameters`, the same for every kind: the path it is
+    /// served at, and the parameters a client gives it (from that path, or the query string),
+    /// which go into its upstream calls' paths.
+    public struct Routing: Sendable, Equatable {
+        /// `route` (default `/<name>`): segments, some of them `{parameter}`.
+        public var route: String
+        /// `parameters`, in name order.
+        public var parameters: [ParameterDefinition] = []
+
+        public init(route: String, parameters: [ParameterDefinition] = []) {
+            self.route = route
+            self.parameters = parameters
+        }
     }
 
     /// `resources.<name>.coalesce` and `.staleIfError`, the same for every kind: how the
@@ -171,6 +226,12 @@ public struct Configuration: Sendable {
     public struct ListSettings: Sendable, Equatable {
         /// `upstream` (required): the name of an entry in `upstreams`.
         public var upstream: String
+        /// `route`, `parameters`.
+        public var routing: Routing
+        /// `maxLivePipelines` (default 1000): shared live pipelines of the resource in the
+        /// process at once, one per combination of parameter values and identity; a stream
+        /// that would need one more gets 503 `too_many_pipelines`.
+        public var maxLivePipelines = 1000
         /// `list`, `details`, `concurrency`, `onItemFailure`.
         public var definition: ListResource.Definition
         /// `refreshInterval`: how often live streams refresh (also on `POST /<name>/reload`).
@@ -183,6 +244,8 @@ public struct Configuration: Sendable {
     public struct PagesSettings: Sendable, Equatable {
         /// `upstream` (required).
         public var upstream: String
+        /// `route`, `parameters`.
+        public var routing: Routing
         /// `list`, `pages`, `row`, `concurrency`.
         public var definition: PagedListResource.Definition
         /// `loadMoreArgument`: the query parameter of the `loadMore` trigger naming the item.
@@ -195,6 +258,8 @@ public struct Configuration: Sendable {
     public struct SearchSettings: Sendable, Equatable {
         /// `upstream` (required).
         public var upstream: String
+        /// `route`, `parameters` (besides the search's own query parameter).
+        public var routing: Routing
         /// `path`, `parameter`, `items`, `minimumLength`, `debounce`.
         public var definition: SearchResource.Definition
         /// `coalesce`, `staleIfError`.

@@ -94,8 +94,7 @@ struct YAMLSection {
 
     func section(_ key: String) throws(ConfigurationError) -> YAMLSection? {
         guard let node = mapping[key] else { return nil }
-        guard case .mapping(let child) = node else { throw ConfigurationError(location(key), "expected a mapping of keys") }
-        return YAMLSection(mapping: child, path: path.isEmpty ? key : "\(path).\(key)", file: file)
+        return try child(key, node)
     }
 
     func requiredSection(_ key: String) throws(ConfigurationError) -> YAMLSection {
@@ -104,13 +103,24 @@ struct YAMLSection {
     }
 
     /// The entries of a mapping of named sections, e.g. `upstreams`, in file order.
+    ///
+    /// Each entry's value is taken as it stands, not looked up again by its name: a quoted
+    /// name that YAML would read as something else unquoted (`"42"`, `"true"`) would not find
+    /// itself, and its entry was silently left out. Two entries of one name (`42` and `"42"`,
+    /// which YAML tells apart) are refused, rather than one silently replacing the other.
     func namedSections() throws(ConfigurationError) -> [(name: String, section: YAMLSection)] {
         var result: [(name: String, section: YAMLSection)] = []
-        for key in mapping.keys {
+        for (key, value) in mapping {
             let name = key.string ?? "\(key)"
-            guard let section = try section(name) else { continue }
-            result.append((name, section))
+            guard !result.contains(where: { $0.name == name }) else { throw ConfigurationError(location(name), "named twice") }
+            result.append((name, try child(name, value)))
         }
         return result
+    }
+
+    /// The mapping `node`, the value of `key`, as a section under this one.
+    private func child(_ key: String, _ node: Node) throws(ConfigurationError) -> YAMLSection {
+        guard case .mapping(let child) = node else { throw ConfigurationError(location(key), "expected a mapping of keys") }
+        return YAMLSection(mapping: child, path: path.isEmpty ? key : "\(path).\(key)", file: file)
     }
 }

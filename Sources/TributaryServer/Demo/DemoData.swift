@@ -28,6 +28,63 @@ enum DemoData {
         ]))])
     }
 
+    // MARK: - Teams: a list that depends on the client's parameters
+
+    /// A team's groups of one status (`open` or `done`), for any team name: the team's own
+    /// names, different for each team and status, so a client sees its parameters reach the
+    /// upstream.
+    static func teamGroups(team: String, status: String) -> JSON {
+        .object([("result", .array(teamGroupNames(team: team, status: status).map { name in
+            .object([("id", .string(id(for: "\(team)/\(name)"))), ("name", .string(name))])
+        }))])
+    }
+
+    static func teamGroupNames(team: String, status: String) -> [String] {
+        let offset = hash(team) + (status == "done" ? 4 : 0)
+        return (0..<3).map { groupNames[(offset + $0) % groupNames.count] + " (\(team), \(status))" }
+    }
+
+    /// The metadata of a team's group, as ``metadata(groupIndex:now:)``: changing over time.
+    static func teamMetadata(team: String, groupID: String, now: Int64) -> JSON? {
+        for status in ["open", "done"] {
+            if let index = teamGroupNames(team: team, status: status).firstIndex(where: { id(for: "\(team)/\($0)") == groupID }) {
+                return metadata(groupIndex: index + hash(team) % 5, now: now)
+            }
+        }
+        return nil
+    }
+
+    // MARK: - A user's own groups: a list that depends on the client's `Authorization`
+
+    /// The user a request's `Authorization: Bearer <name>` names (the demo trusts it: it shows
+    /// forwarding, not authentication); `guest` without one.
+    static func user(authorization: String?) -> String {
+        guard let authorization, authorization.hasPrefix("Bearer "), authorization.count > 7 else { return "guest" }
+        return String(authorization.dropFirst(7).prefix(40))
+    }
+
+    /// A small stable number from `text`.
+    static func hash(_ text: String) -> Int {
+        text.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF }
+    }
+
+    /// `user`'s own groups: names of their own, so two users see two documents.
+    static func userGroups(_ user: String) -> JSON {
+        .object([("result", .array(userGroupNames(user).map { name in
+            .object([("id", .string(id(for: "\(user)/\(name)"))), ("name", .string(name))])
+        }))])
+    }
+
+    static func userGroupNames(_ user: String) -> [String] {
+        let offset = hash(user)
+        return (0..<3).map { "\(user)'s " + groupNames[(offset + $0) % groupNames.count].lowercased() }
+    }
+
+    static func userMetadata(_ user: String, groupID: String, now: Int64) -> JSON? {
+        guard let index = userGroupNames(user).firstIndex(where: { id(for: "\(user)/\($0)") == groupID }) else { return nil }
+        return metadata(groupIndex: index, now: now)
+    }
+
     static let topicTitles = ["Trending now", "New releases", "Documentaries", "Comedy", "For the kids"]
     static let pagesPerTopic = 3
     static let mediasPerPage = 4

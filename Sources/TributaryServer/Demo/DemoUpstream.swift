@@ -14,6 +14,10 @@ import Glibc
 /// | `GET /topics` | `{"result":[{"id","title"}]}` |
 /// | `GET /topics/{id}/medias?page=N` | `{"result":[{"id","title"}],"next":"N+1"\|null}` |
 /// | `GET /search/repositories?q=…` | `{"items":[{"id","name","fullName","description","stargazersCount"}]}` |
+/// | `GET /teams/{team}/groups?status=open\|done` | a team's groups of that status (any team) |
+/// | `GET /teams/{team}/groups/{id}/metadata` | as the groups' metadata |
+/// | `GET /me/groups` | the groups of the user `Authorization: Bearer <name>` names (`guest` without one) |
+/// | `GET /me/groups/{id}/metadata` | that user's group's metadata |
 public final class DemoUpstream {
     private let server: HTTPServer
     private var router = Router<(ServerRequest) -> Void>()
@@ -38,6 +42,27 @@ public final class DemoUpstream {
         }
         router.add(.get, "/search/repositories") { request in
             request.respond(json: DemoData.search(request.queryParameters["q"] ?? ""))
+        }
+        router.add(.get, "/teams/{team}/groups") { request in
+            let team = request.parameters["team"] ?? ""
+            request.respond(json: DemoData.teamGroups(team: team, status: request.queryParameters["status"] ?? "open"))
+        }
+        router.add(.get, "/teams/{team}/groups/{id}/metadata") { request in
+            guard let metadata = DemoData.teamMetadata(
+                team: request.parameters["team"] ?? "", groupID: request.parameters["id"] ?? "", now: Int64(time(nil))) else {
+                return request.respond(.notFound("no such group of team \(request.parameters["team"] ?? "")"))
+            }
+            request.respond(json: metadata)
+        }
+        router.add(.get, "/me/groups") { request in
+            request.respond(json: DemoData.userGroups(DemoData.user(authorization: request.header("Authorization"))))
+        }
+        router.add(.get, "/me/groups/{id}/metadata") { request in
+            let user = DemoData.user(authorization: request.header("Authorization"))
+            guard let metadata = DemoData.userMetadata(user, groupID: request.parameters["id"] ?? "", now: Int64(time(nil))) else {
+                return request.respond(.notFound("no such group of this user"))
+            }
+            request.respond(json: metadata)
         }
         server.handler = { [unowned self] request in
             guard case .found(let handle, let parameters) = router.match(request.method, path: request.path) else {

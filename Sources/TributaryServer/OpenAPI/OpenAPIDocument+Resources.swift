@@ -2,9 +2,10 @@ import Aggregation
 
 /// The configured resources' paths, and `GET /events`, which carries any of them.
 extension OpenAPIDocument {
-    /// `/<name>` and, for a list or pages resource, `/<name>/reload`.
+    /// Its route (`/<name>`, or as configured: `/teams/{team}/groups`) and, for a list or
+    /// pages resource, `/<name>/reload`.
     func resourcePaths(_ name: String, _ resource: Configuration.Resource) -> [(key: String, value: JSON)] {
-        var paths = [(key: "/\(name)", value: pathItem(resourceOperation(name, resource)))]
+        var paths = [(key: resource.routing.route, value: pathItem(resourceOperation(name, resource)))]
         switch resource {
         case .list, .pages: paths.append((key: "/\(name)/reload", value: pathItem(reloadOperation(name, resource))))
         case .search: break
@@ -39,6 +40,24 @@ extension OpenAPIDocument {
             parameters.append(Self.queryParameter(definition))
             errors.append(OpenAPI.ErrorCase(
                 status: 400, code: "bad_request", when: "`\(definition.parameter)` is longer than \(SearchView.maximumQueryLength) characters"))
+        }
+        parameters += resource.routing.parameters.map { Self.parameter($0) }
+        for header in configuration.upstreams[resource.upstream]?.forward ?? [] {
+            parameters.append(OpenAPI.Parameter(
+                name: header, location: .header,
+                description: "Forwarded to the upstream on every call the request causes: the document is this client's own (answers vary on it, `Cache-Control: private`).",
+                schema: .object([("type", .string("string"))])))
+        }
+        errors += Self.parameterErrors(resource.routing)
+        if case .list(let settings) = resource {
+            errors.append(OpenAPI.ErrorCase(
+                status: 503, code: "too_many_pipelines",
+                when: "an event stream of parameter values or an identity beyond the resource's \(settings.maxLivePipelines) live pipelines"))
+            if isPerIdentity(resource) {
+                errors.append(OpenAPI.ErrorCase(
+                    status: 503, code: "too_many_identities",
+                    when: "an event stream of a new identity beyond `server.maxIdentities` (\(configuration.server.maxIdentities))"))
+            }
         }
         let matched = diff.itemIDs.map { "`\($0)`" }.joined(separator: ", then ")
         parameters.append(Self.updatesParameter(
@@ -145,6 +164,8 @@ extension OpenAPIDocument {
         if configuration.server.adminToken != nil {
             errors.append(OpenAPI.ErrorCase(status: 401, code: "unauthorized", when: "no `Authorization: Bearer <admin token>`, or another token"))
             security.append(Self.adminScheme)
+        } else {
+            errors.append(OpenAPI.ErrorCase(status: 403, code: "forbidden", when: "a client not on the service's own host (loopback): without an admin token, only those may reload"))
         }
         return OpenAPI.Operation(
             method: "post", id: "reload_\(name)", tag: .resources, summary: "Reload `/\(name)` for everyone", description: what,
@@ -152,6 +173,41 @@ extension OpenAPIDocument {
                 ("application/json", Self.object(required: [("reloading", .object([("const", .string(name))]))])),
             ])],
             errors: errors, security: security)
+    }
+
+    /// Whether `resource`'s documents depend on who asks: its upstream forwards client headers.
+    func isPerIdentity(_ resource: Configuration.Resource) -> Bool {
+        !(configuration.upstreams[resource.upstream]?.forward.isEmpty ?? true)
+    }
+
+    /// A declared parameter of a resource: in its route or its query (on `GET /events`, every
+    /// one is a query parameter prefixed with the resource's name), with its schema.
+    static func parameter(_ definition: ParameterDefinition, prefix: String = "", subscription: String = "") -> OpenAPI.Parameter {
+        var value: [(key: String, value: JSON)] = [("type", .string("string")), ("minLength", .integer(1)),
+                                                   ("maxLength", .integer(ParameterDefinition.maximumValueBytes))]
+        if let pattern = definition.pattern { value.append(("pattern", .string(pattern))) }
+        if let allowed = definition.allowed { value.append(("enum", .array(allowed.map(JSON.string)))) }
+        let location: OpenAPI.Parameter.Location = prefix.isEmpty && definition.location == .path ? .path : .query
+        // In a query, an empty value counts as none (the default, or absent): it is valid too.
+        var schema: [(key: String, value: JSON)] = location == .path
+            ? value
+            : [("anyOf", .array([.object(value), .object([("type", .string("string")), ("maxLength", .integer(0))])]))]
+        if let value = definition.defaultValue { schema.append(("default", .string(value))) }
+        let placement = definition.location == .path ? "a segment of the resource's route" : "a query parameter"
+        return OpenAPI.Parameter(
+            name: prefix + definition.name, location: location, required: definition.required,
+            description: "Goes into the upstream calls' paths (\(placement) of `GET` on the resource).\(subscription)",
+            schema: .object(schema))
+    }
+
+    /// The 400s a resource with parameters answers before any upstream call.
+    static func parameterErrors(_ routing: Configuration.Routing) -> [OpenAPI.ErrorCase] {
+        guard !routing.parameters.isEmpty else { return [] }
+        var errors = [OpenAPI.ErrorCase(status: 400, code: "invalid_parameter", when: "a parameter fails its pattern or enum (the message names it)")]
+        if routing.parameters.contains(where: \.required) {
+            errors.append(OpenAPI.ErrorCase(status: 400, code: "missing_parameter", when: "a required parameter is missing (the message names it)"))
+        }
+        return errors
     }
 
     /// A search resource's query parameter (`q`); on `GET /events`, prefixed with the
@@ -197,10 +253,15 @@ extension OpenAPIDocument {
                 ("minItems", .integer(1)), ("maxItems", .integer(16)), ("uniqueItems", .bool(true)),
             ]))]
         for name in names {
+            let subscription = " Only with `resource=\(name)`: for a resource not asked for, the request is refused (400)."
             if case .search(let settings) = configuration.resources[name] {
-                parameters.append(Self.queryParameter(
-                    settings.definition, prefix: "\(name).",
-                    subscription: " Only with `resource=\(name)`: for a resource not asked for, the request is refused (400)."))
+                parameters.append(Self.queryParameter(settings.definition, prefix: "\(name).", subscription: subscription))
+            }
+            for definition in configuration.resources[name]!.routing.parameters {
+                var parameter = Self.parameter(definition, prefix: "\(name).", subscription: subscription)
+                // Required only of a stream that carries the resource.
+                parameter.required = false
+                parameters.append(parameter)
             }
         }
         parameters.append(Self.updatesParameter("For every resource of the stream, each patched as on its own stream."))
@@ -247,6 +308,7 @@ extension OpenAPIDocument {
                                     + "or `updates` neither `snapshot` nor `patch` (`invalid_parameter`)"),
                 OpenAPI.ErrorCase(status: 404, code: nil, when: "no resource of that name"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "the worker is at `sse.maxSubscribers` streams"),
+                OpenAPI.ErrorCase(status: 503, code: "too_many_pipelines", when: "a resource's parameter values or identity beyond its live pipelines"),
             ])
     }
 }

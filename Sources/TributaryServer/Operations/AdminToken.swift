@@ -1,7 +1,9 @@
 import HTTPServer
 
-/// The admin token (`server.adminToken`, `TRIBUTARY_ADMIN_TOKEN`) that reload endpoints
-/// require when it is set, as `Authorization: Bearer <token>`. One per worker, shared by its
+/// Who may use the reload endpoints: with the admin token (`server.adminToken`,
+/// `TRIBUTARY_ADMIN_TOKEN`) set, whoever sends it as `Authorization: Bearer <token>`; without
+/// it, only clients on this host (``LoopbackAddress``), so a service reachable from a network
+/// is not refreshed, upstream calls and all, by anyone who asks. One per worker, shared by its
 /// routes, so a configuration reload changes it for all of them at once. Loop-confined.
 final class AdminToken {
     var token: String?
@@ -10,9 +12,17 @@ final class AdminToken {
         self.token = token
     }
 
-    /// Whether `request` may use an admin endpoint; answers 401 when not.
+    /// Whether `request` may use an admin endpoint; answers 401 (a token missing or wrong) or
+    /// 403 (no token configured, a client not on loopback) when not.
     func authorize(_ request: ServerRequest) -> Bool {
-        guard let token else { return true }
+        guard let token else {
+            guard request.isFromLoopback else {
+                request.respond(HTTPError(status: 403, code: "forbidden",
+                                          message: "this endpoint answers clients on the service's own host only, unless server.adminToken is set"))
+                return false
+            }
+            return true
+        }
         let presented = request.header("Authorization").flatMap { header -> String? in
             guard header.hasPrefix("Bearer ") else { return nil }
             return String(header.dropFirst("Bearer ".count))

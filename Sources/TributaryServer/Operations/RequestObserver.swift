@@ -3,9 +3,10 @@ import HTTPCore
 import HTTPServer
 import Logging
 
-/// Sees every request end: one access log line (at `info`) with method, target, status and
-/// duration, and as metadata the route and `trace_id`, the trace its upstream calls carry
-/// (``ServerRequest/traceContext``); and the request metrics:
+/// Sees every request end: one access log line (at `info`) with method, target (its secrets
+/// cut out: ``RedactedTarget``), status and duration, and as metadata the route and
+/// `trace_id`, the trace its upstream calls carry (``ServerRequest/traceContext``); and the
+/// request metrics:
 ///
 /// - `tributary_http_requests_total{route,method,status}` (`status="disconnected"` when the
 ///   client left before the answer: its pipeline was cancelled)
@@ -36,7 +37,7 @@ final class RequestObserver {
         let status = request.state == .disconnected ? nil : request.status ?? 0
         counter(CounterKey(route: route, method: request.method, status: status)).increment()
         timer(route: route).recordNanoseconds(Self.nanoseconds(elapsed))
-        logger.info("\(request.method.rawValue) \(request.uri) \(Self.statusLabel(status)) \(Self.milliseconds(elapsed))ms",
+        logger.info("\(request.method.rawValue) \(RedactedTarget.of(request.uri)) \(Self.statusLabel(status)) \(Self.milliseconds(elapsed))ms",
                     metadata: ["route": "\(route)", "trace_id": "\(request.traceContext.traceID)"])
     }
 

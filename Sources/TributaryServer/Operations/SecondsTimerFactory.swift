@@ -7,7 +7,7 @@ public import Prometheus
 ///
 /// Why: a `/groups` request records one latency per upstream call, and the `Duration`
 /// histogram compares each bound through a call into the standard library (`Duration.<`),
-/// ~640 instructions an observation; the `Double` one compares in line. The exposition is
+/// in every observation; the `Double` one compares in line. The exposition is
 /// swift-prometheus's either way, line for line: the same `le` labels and a sum in seconds.
 public struct SecondsTimerFactory: MetricsFactory {
     public let registry: PrometheusCollectorRegistry

@@ -34,9 +34,11 @@ struct EventsRoutes {
             }
             var resources: [StreamedResource] = []
             for subscription in query.subscriptions {
-                switch views[subscription.resource]!.make(subscription.parameters, request.traceContext) {
+                let factory = views[subscription.resource]!
+                switch factory.make(request, subscription.parameters) {
                 case .success(let view):
-                    resources.append(StreamedResource(name: subscription.resource, view: view, diff: views[subscription.resource]!.diff))
+                    resources.append(StreamedResource(
+                        name: subscription.resource, view: view, diff: factory.diff, isPrivate: !factory.varyingHeaders.isEmpty))
                 case .failure(var error):
                     error.message = "resource \(subscription.resource): \(error.message)"
                     return request.respond(error)

@@ -6,14 +6,15 @@ import OpenCombine
 /// its document. Loop-confined.
 ///
 /// - **Coalescing** (`coalesce`, on by default): a request finds the run of the pipeline
-///   already in flight for the same URL (the same resource and the same query parameters
-///   that shape the document) and joins it; only the first request starts one. When the run
+///   already in flight for the same ``SharingKey`` (the same resource, parameter values and
+///   identity: never another client's credentials) and joins it; only the first request
+///   starts one. When the run
 ///   ends, every request in it gets the same document (each with its own headers: `ETag`,
 ///   gzip, 304, `HEAD`), and the run is forgotten: this is not a cache. A client that
 ///   disconnects leaves its run; the last one leaving cancels it, and with it every upstream
 ///   call in flight.
 /// - **Stale if error** (`staleIfError`, off by default): each good document is kept in the
-///   process's ``StaleSnapshots``; a run that fails answers the last good document of its URL
+///   process's ``StaleSnapshots``; a run that fails answers the last good document of its key
 ///   instead, when it was fetched no longer ago than `staleIfError`, with `Age` and
 ///   `Tributary-Stale: <error code>`.
 ///
@@ -22,28 +23,31 @@ import OpenCombine
 /// handing requests between threads. With W workers, at most W runs of one URL are in flight.
 ///
 /// ```swift
-/// answers.answer(request, url: query) { resource.results(for: query) }
+/// answers.answer(request, key: asked.key) { resource.results(for: query) }
 /// ```
 final class JSONAnswers {
     let resource: String
     let settings: Configuration.JSONAnswerSettings
+    /// Whether its documents are per identity: answered `Cache-Control: private`.
+    let privately: Bool
     private let staleSnapshots: StaleSnapshots
-    /// The runs in flight that a request can join, by URL (with `coalesce` only).
-    private var runs: [String: Run] = [:]
+    /// The runs in flight that a request can join, by key (with `coalesce` only).
+    private var runs: [SharingKey: Run] = [:]
 
-    init(resource: String, settings: Configuration.JSONAnswerSettings, staleSnapshots: StaleSnapshots) {
+    init(resource: String, settings: Configuration.JSONAnswerSettings, privately: Bool = false, staleSnapshots: StaleSnapshots) {
         self.resource = resource
         self.settings = settings
+        self.privately = privately
         self.staleSnapshots = staleSnapshots
     }
 
-    /// Answers `request` with the document at `url` (what in the request shapes the document:
-    /// a search's query; empty for a resource that takes none). `fetch` makes the pipeline,
-    /// and is called only when the request starts a run, not when it joins one.
-    func answer<Fetch: Publisher<JSON, ResourceError>>(_ request: ServerRequest, url: String, fetch: () -> Fetch) {
-        if settings.coalesce, let run = runs[url] { return join(request, run) }
-        let run = Run(url: url, answers: self)
-        if settings.coalesce { runs[url] = run }
+    /// Answers `request` with the document of `key` (the resource, the parameter values that
+    /// shape the document, a search's query among them, and whose it is). `fetch` makes the
+    /// pipeline, and is called only when the request starts a run, not when it joins one.
+    func answer<Fetch: Publisher<JSON, ResourceError>>(_ request: ServerRequest, key: SharingKey, fetch: () -> Fetch) {
+        if settings.coalesce, let run = runs[key] { return join(request, run) }
+        let run = Run(key: key, answers: self)
+        if settings.coalesce { runs[key] = run }
         join(request, run)
         fetch().subscribe(run)
     }
@@ -57,7 +61,7 @@ final class JSONAnswers {
         typealias Input = JSON
         typealias Failure = ResourceError
 
-        let url: String
+        let key: SharingKey
         /// Who answers the waiting requests; held until the run ends.
         private var answers: JSONAnswers?
         var waiting: [ServerRequest] = []
@@ -66,8 +70,8 @@ final class JSONAnswers {
         /// Whether the run ended (answered, failed or left): it holds its answers until then.
         var isFinished: Bool { answers == nil }
 
-        init(url: String, answers: JSONAnswers) {
-            self.url = url
+        init(key: SharingKey, answers: JSONAnswers) {
+            self.key = key
             self.answers = answers
         }
 
@@ -119,14 +123,14 @@ final class JSONAnswers {
         run.waiting = []
         switch result {
         case .success(let snapshot):
-            if settings.staleIfError != nil { staleSnapshots.keep(snapshot, resource: resource, url: run.url) }
-            for request in waiting { request.respond(with: snapshot) }
+            if settings.staleIfError != nil { staleSnapshots.keep(snapshot, for: run.key) }
+            for request in waiting { request.respond(with: snapshot, privately: privately) }
         case .failure(let error):
             if let maximumAge = settings.staleIfError,
-               let kept = staleSnapshots.latest(resource: resource, url: run.url, notOlderThan: maximumAge) {
+               let kept = staleSnapshots.latest(for: run.key, notOlderThan: maximumAge) {
                 let age = ContinuousClock.now - kept.fetchedAt
                 let headers = [("Age", String(age.components.seconds)), ("Tributary-Stale", error.code.rawValue)]
-                for request in waiting { request.respond(with: kept.snapshot, headers: headers) }
+                for request in waiting { request.respond(with: kept.snapshot, privately: privately, headers: headers) }
             } else {
                 for request in waiting { request.respond(error) }
             }
@@ -134,6 +138,6 @@ final class JSONAnswers {
     }
 
     private func forget(_ run: Run) {
-        if runs[run.url] === run { runs[run.url] = nil }
+        if runs[run.key] === run { runs[run.key] = nil }
     }
 }

@@ -1,58 +1,89 @@
-import HTTPCore
 import Aggregation
+import HTTPCore
 import HTTPServer
 import OpenCombine
 
-/// The endpoints of one `kind: list` resource named `name`:
+/// The endpoints of one `kind: list` resource named `name`, served at its `route` (`/<name>`
+/// unless configured, e.g. `/teams/{team}/groups`):
 ///
-/// - `GET /<name>`: the snapshot as JSON, fetched for this request and those asking at the
-///   same time (``JSONAnswers``; the upstream calls carry the trace of the request that
-///   started the run); the last of them to disconnect cancels it and every upstream call in
-///   flight.
-/// - `GET /<name>` with `Accept: text/event-stream`: the live stream (``EventStream``) of the
-///   process's shared pipeline (``LiveSource``).
-/// - `POST /<name>/reload`: refresh the shared pipeline now, for every subscriber (with the
-///   admin token, when one is configured).
-struct ListResourceRoutes {
-    let resource: ListResource
-    let live: any LiveSource
+/// - `GET <route>`: the snapshot as JSON, for the request's parameter values and identity,
+///   fetched for this request and those asking the same at the same time (``JSONAnswers``;
+///   the upstream calls carry the trace of the request that started the run); the last of
+///   them to disconnect cancels it and every upstream call in flight.
+/// - `GET <route>` with `Accept: text/event-stream`: the live stream of the process's shared
+///   pipeline for those values and that identity (``WorkerPipelines``).
+/// - `POST /<name>/reload`: refresh every pipeline of the resource now, for every subscriber
+///   (with the admin token, when one is configured).
+///
+/// Parameters are checked before anything is fetched or subscribed: 400
+/// `missing_parameter` or `invalid_parameter`, naming the parameter.
+/// A class: its route handlers capture it, and a struct this size would be copied into
+/// every request's closures.
+final class ListResourceRoutes {
+    let name: String
+    let settings: Configuration.ListSettings
+    let definition: Configuration.ResourceDefinition
+    let upstream: Upstream
+    let requests: ResourceRequestReader
+    let pipelines: WorkerPipelines
+    /// Refreshes every pipeline of the resource, here or through the fleet.
+    let reload: @Sendable () -> Void
     let streams: EventStreamHub
     let admin: AdminToken
     let answers: JSONAnswers
+    /// The resource as every request without parameters or identity asks for it, made once.
+    private let everyone: ListResource
 
-    /// Every stream of the resource on this worker shows the same view of the shared pipeline.
-    private let view: SharedLiveView
-
-    init(resource: ListResource, live: any LiveSource, streams: EventStreamHub, admin: AdminToken, answers: JSONAnswers) {
-        self.resource = resource
-        self.live = live
+    init(
+        name: String, settings: Configuration.ListSettings, definition: Configuration.ResourceDefinition, upstream: Upstream,
+        requests: ResourceRequestReader, pipelines: WorkerPipelines, reload: @escaping @Sendable () -> Void,
+        streams: EventStreamHub, admin: AdminToken, answers: JSONAnswers
+    ) {
+        self.name = name
+        self.settings = settings
+        self.definition = definition
+        self.upstream = upstream
+        self.requests = requests
+        self.pipelines = pipelines
+        self.reload = reload
         self.streams = streams
         self.admin = admin
         self.answers = answers
-        view = SharedLiveView(live)
+        everyone = ListResource(name: name, upstream: upstream, definition: settings.definition)
     }
 
-    /// How a stream of the resource gets its view: it takes no parameters.
+    /// How a stream of the resource gets its view: the shared pipeline of its key.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: PatchIdentity.diff(resource.definition)) { [view] _, _ in .success(view) }
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [requests, pipelines, definition, settings] request, given in
+            let asked = given.map { requests.read(request, given: $0) } ?? requests.read(request)
+            return asked.flatMap { asked in
+                pipelines.view(
+                    for: asked, definition: definition, refreshInterval: settings.refreshInterval,
+                    maxPipelines: settings.maxLivePipelines)
+            }
+        }, varyingHeaders: requests.varyingHeaders)
     }
 
     func register(in router: inout Router<Route>) {
-        router.add(.get, "/\(resource.name)") { request in
-            request.servesResource()
-            if request.acceptsEventStream {
-                streams.open(request, resource: resource.name, views: liveViews)
-            } else if let refusal = EventUpdates.refusal(of: request) {
-                request.respond(refusal)
-            } else {
-                answers.answer(request, url: "") { resource.snapshot(trace: request.traceContext) }
+        router.add(.get, settings.routing.route) { [self] request in
+            request.servesResource(varyingOn: requests.varyingHeaders)
+            if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews) }
+            if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
+            switch requests.read(request) {
+            case .success(let asked): answers.answer(request, key: asked.key) { resource(for: asked).snapshot(trace: request.traceContext) }
+            case .failure(let error): request.respond(error)
             }
         }
-        router.add(.post, "/\(resource.name)/reload") { request in
+        router.add(.post, "/\(name)/reload") { [self] request in
             guard admin.authorize(request) else { return }
-            live.reload()
-            request.respond(status: 202, json: JSONWriter.object([("reloading", resource.name)]),
-                            headers: [("Cache-Control", "no-store")])
+            reload()
+            request.respond(status: 202, json: JSONWriter.object([("reloading", name)]), headers: [("Cache-Control", "no-store")])
         }
+    }
+
+    /// The resource for what `asked` names: the one made once, when it names nothing.
+    private func resource(for asked: ResourceRequest) -> ListResource {
+        guard !asked.parameters.isEmpty || !asked.caller.forwardedHeaders.isEmpty else { return everyone }
+        return ListResource(name: name, upstream: upstream, definition: settings.definition, parameters: asked.parameters, caller: asked.caller)
     }
 }

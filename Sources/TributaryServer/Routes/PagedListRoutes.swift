@@ -2,52 +2,72 @@ import HTTPCore
 import Aggregation
 import HTTPServer
 
-/// The endpoints of one `kind: pages` resource named `name` (e.g. `rows`):
+/// The endpoints of one `kind: pages` resource named `name` (e.g. `rows`), served at its
+/// `route` (`/<name>` unless configured):
 ///
-/// - `GET /<name>`: every row with its first page, as JSON (``JSONAnswers``).
-/// - `GET /<name>` with `Accept: text/event-stream`: a stream with a view of its own
+/// - `GET <route>`: every row with its first page, as JSON (``JSONAnswers``).
+/// - `GET <route>` with `Accept: text/event-stream`: a stream with a view of its own
 ///   (``RowsView``): triggers `loadMore` (`?topic=<id>`: that row's next page) and `reload`.
 /// - `POST /<name>/reload`: `reload` every live stream of the resource, on every worker, and in
 ///   a fleet on every replica (with the admin token, when one is configured).
-struct PagedListRoutes {
-    let resource: PagedListResource
-    let argument: String
+///
+/// Parameters are checked before anything is fetched or subscribed (400).
+/// A class: its route handlers capture it, and a struct this size would be copied into
+/// every request's closures.
+final class PagedListRoutes {
+    let name: String
+    let settings: Configuration.PagesSettings
+    let upstream: Upstream
+    let requests: ResourceRequestReader
     let streams: EventStreamHub
-    let directory: StreamDirectory
-    let cluster: ClusterLink?
+    /// Reloads every stream of the resource, here or through the fleet.
+    let reload: @Sendable () -> Void
     let admin: AdminToken
     let answers: JSONAnswers
 
-    /// How a stream of the resource gets its view: one of its own, taking no parameters.
+    init(
+        name: String, settings: Configuration.PagesSettings, upstream: Upstream, requests: ResourceRequestReader,
+        streams: EventStreamHub, reload: @escaping @Sendable () -> Void, admin: AdminToken, answers: JSONAnswers
+    ) {
+        self.name = name
+        self.settings = settings
+        self.upstream = upstream
+        self.requests = requests
+        self.streams = streams
+        self.reload = reload
+        self.admin = admin
+        self.answers = answers
+    }
+
+    /// How a stream of the resource gets its view: one of its own, for its parameter values
+    /// and caller.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: PatchIdentity.diff(resource.definition)) { [resource, argument] _, trace in
-            .success(RowsView(resource, argument: argument, trace: trace))
-        }
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given in
+            let asked = given.map { requests.read(request, given: $0) } ?? requests.read(request)
+            return asked.map { asked in
+                RowsView(resource(for: asked), argument: settings.loadMoreArgument, trace: request.traceContext)
+            }
+        }, varyingHeaders: requests.varyingHeaders)
     }
 
     func register(in router: inout Router<Route>) {
-        router.add(.get, "/\(resource.name)") { request in
-            request.servesResource()
-            if request.acceptsEventStream {
-                streams.open(request, resource: resource.name, views: liveViews)
-            } else if let refusal = EventUpdates.refusal(of: request) {
-                request.respond(refusal)
-            } else {
-                answers.answer(request, url: "") { resource.firstPages(trace: request.traceContext) }
+        router.add(.get, settings.routing.route) { [self] request in
+            request.servesResource(varyingOn: requests.varyingHeaders)
+            if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews) }
+            if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
+            switch requests.read(request) {
+            case .success(let asked): answers.answer(request, key: asked.key) { resource(for: asked).firstPages(trace: request.traceContext) }
+            case .failure(let error): request.respond(error)
             }
         }
-        router.add(.post, "/\(resource.name)/reload") { request in
+        router.add(.post, "/\(name)/reload") { [self] request in
             guard admin.authorize(request) else { return }
-            let name = resource.name
-            if let cluster {
-                cluster.reload(name)
-            } else {
-                for listing in directory.allListings {
-                    listing.loop.execute { listing.hub?.activate("reload", onEveryStreamOf: name) }
-                }
-            }
-            request.respond(status: 202, json: JSONWriter.object([("reloading", resource.name)]),
-                            headers: [("Cache-Control", "no-store")])
+            reload()
+            request.respond(status: 202, json: JSONWriter.object([("reloading", name)]), headers: [("Cache-Control", "no-store")])
         }
+    }
+
+    private func resource(for asked: ResourceRequest) -> PagedListResource {
+        PagedListResource(name: name, upstream: upstream, definition: settings.definition, parameters: asked.parameters, caller: asked.caller)
     }
 }

@@ -9,9 +9,10 @@ extension ServerRequest {
 
     /// Marks the request as one for a resource URL, which answers JSON or a stream by `Accept`:
     /// every answer it gets, errors included, says `Vary: Accept`, so a shared cache never
-    /// hands an `EventSource` a JSON body or the reverse.
-    func servesResource() {
-        responseHeaders.append(("Vary", "Accept"))
+    /// hands an `EventSource` a JSON body or the reverse; and, for a per-identity resource,
+    /// the request headers its documents depend on (those it forwards).
+    func servesResource(varyingOn headers: [String] = []) {
+        responseHeaders.append(("Vary", headers.isEmpty ? "Accept" : (["Accept"] + headers).joined(separator: ", ")))
     }
 
     /// Answers with a resource's error (502/503/504; a 503 says when to try again:
@@ -29,13 +30,16 @@ extension ServerRequest {
     ///   tag then weak, `W/"<version>"` (the same document, other bytes: RFC 9110 §8.8.1);
     /// - `Vary: Accept-Encoding` on either, added to the resource's `Vary: Accept`;
     /// - `headers` on either (a stale answer's `Age` and `Tributary-Stale`).
-    func respond(with snapshot: Snapshot, headers extra: [(String, String)] = []) {
+    ///
+    /// A per-identity resource's document is answered `privately`: `Cache-Control: private,
+    /// no-cache`, so no shared cache keeps one client's document for another.
+    func respond(with snapshot: Snapshot, privately: Bool = false, headers extra: [(String, String)] = []) {
         let gzip = snapshot.json.count >= Gzip.minimumBodySize && QualityList.allowsGzip(header("Accept-Encoding"))
         // One array for every header, sized once (each `+` made another).
         var headers: [(String, String)] = []
         headers.reserveCapacity(5 + extra.count)
         headers.append(("ETag", gzip ? EntityTag.weak(snapshot.version) : EntityTag.strong(snapshot.version)))
-        headers.append(("Cache-Control", "no-cache"))
+        headers.append(("Cache-Control", privately ? "private, no-cache" : "no-cache"))
         headers.append(("Vary", "Accept-Encoding"))
         headers.append(contentsOf: extra)
         if let condition = header("If-None-Match"), EntityTag.ifNoneMatch(condition, matches: snapshot.version) {

@@ -40,7 +40,7 @@ struct StreamControlRoutes {
     /// on this worker's loop.
     private func control(_ request: ServerRequest, _ control: StreamControl) {
         let text = request.parameters["id"] ?? ""
-        let unknown = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(text)")
+        let unknown = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(StreamID.redacted(text[...]))")
         guard let id = StreamID(text) else { return request.respond(unknown) }
         let waiting = LoopBound(request, loop: loop)
         let answer = { @Sendable (outcome: Result<Void, HTTPError>) in

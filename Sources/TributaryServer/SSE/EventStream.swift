@@ -43,17 +43,20 @@ final class EventStream {
     /// One per resource, in the order the client asked for them.
     private(set) var feeds: [EventFeed] = []
     private let frames: EventFrameCache
+    /// The stream's response headers (``EventStreamFormat/headers``, or the private ones).
+    private let headers: [(String, String)]
     private let onClose: (EventStream) -> Void
     private var isClosed = false
 
     /// A stream of `resources` on `request`; each gets a fresh id.
     init(
         request: ServerRequest, resources: [StreamedResource], framing: EventStreamFraming, updates: EventUpdates,
-        frames: EventFrameCache, onClose: @escaping (EventStream) -> Void
+        headers: [(String, String)] = EventStreamFormat.headers, frames: EventFrameCache, onClose: @escaping (EventStream) -> Void
     ) {
         self.request = request
         self.framing = framing
         self.updates = updates
+        self.headers = headers
         self.frames = frames
         self.onClose = onClose
         let clientHas = framing.versionsTheClientHas(lastEventID: request.header("Last-Event-ID"), resources: resources.map(\.name))
@@ -65,7 +68,7 @@ final class EventStream {
     /// Sends the headers and the preamble (`retry:` and one `stream` event per resource),
     /// then follows every resource's states.
     func start(retry: Duration) {
-        request.startStream(status: 200, headers: EventStreamFormat.headers)
+        request.startStream(status: 200, headers: headers)
         var preamble = EventStreamFormat.retry(retry)
         for feed in feeds { preamble += EventStreamFormat.event("stream", data: framing.announcement(of: feed)) }
         request.write(preamble)
@@ -155,10 +158,12 @@ final class EventStream {
     }
 }
 
-/// One resource a new stream carries: its name, the view model its feed follows, and how
-/// patches of its documents are made.
+/// One resource a new stream carries: its name, the view model its feed follows, how patches
+/// of its documents are made, and whether its documents are per identity (the stream is then
+/// `Cache-Control: private`).
 struct StreamedResource {
     let name: String
     let view: any LiveViewModel
     let diff: JSONDiff
+    var isPrivate = false
 }

@@ -7,6 +7,13 @@ public enum EventStreamFormat {
         ("X-Accel-Buffering", "no"),
     ]
 
+    /// The headers of a stream of a per-identity resource: no shared cache may keep it.
+    static let privateHeaders: [(String, String)] = [
+        ("Content-Type", "text/event-stream"),
+        ("Cache-Control", "private, no-cache"),
+        ("X-Accel-Buffering", "no"),
+    ]
+
     /// `retry: <ms>` — how long the client waits before reconnecting.
     static func retry(_ delay: Duration) -> [UInt8] {
         let (seconds, attoseconds) = delay.components

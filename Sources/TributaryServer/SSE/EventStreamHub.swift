@@ -56,9 +56,10 @@ final class EventStreamHub {
         } catch {
             return request.respond(error)
         }
-        switch views.make(request.queryParameters, request.traceContext) {
+        switch views.make(request, nil) {
         case .success(let view):
-            open(request, carrying: [StreamedResource(name: resource, view: view, diff: views.diff)], framing: .single, updates: updates)
+            let streamed = StreamedResource(name: resource, view: view, diff: views.diff, isPrivate: !views.varyingHeaders.isEmpty)
+            open(request, carrying: [streamed], framing: .single, updates: updates)
         case .failure(let error):
             request.respond(error)
         }
@@ -73,9 +74,10 @@ final class EventStreamHub {
     /// connection: its client reconnects, to another replica or to the restarted service,
     /// instead of holding the shutdown up until its deadline.
     func open(_ request: ServerRequest, carrying resources: [StreamedResource], framing: EventStreamFraming, updates: EventUpdates) {
-        if request.method == .head { return request.startStream(status: 200, headers: EventStreamFormat.headers) }
+        let headers = resources.contains(where: \.isPrivate) ? EventStreamFormat.privateHeaders : EventStreamFormat.headers
+        if request.method == .head { return request.startStream(status: 200, headers: headers) }
         if isShuttingDown {
-            request.startStream(status: 200, headers: EventStreamFormat.headers)
+            request.startStream(status: 200, headers: headers)
             request.write(EventStreamFormat.retry(settings.retry))
             return request.endStream()
         }
@@ -84,7 +86,7 @@ final class EventStreamHub {
                                              message: "the server is at its limit of \(settings.maxSubscribers) live streams"),
                                    headers: [("Retry-After", "5")])
         }
-        let stream = EventStream(request: request, resources: resources, framing: framing, updates: updates, frames: frames) {
+        let stream = EventStream(request: request, resources: resources, framing: framing, updates: updates, headers: headers, frames: frames) {
             [unowned self] closed in
             streams[ObjectIdentifier(closed)] = nil
             for feed in closed.feeds { forget(feed) }
@@ -130,7 +132,7 @@ final class EventStreamHub {
     /// of an HTTP answer (this worker holds the stream; see ``StreamDirectory``).
     func control(_ id: StreamID, _ control: StreamControl) -> Result<Void, HTTPError> {
         guard let view = feeds[id]?.view else {
-            return .failure(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id)"))
+            return .failure(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id.redacted)"))
         }
         do {
             try control.apply(to: view)
@@ -140,10 +142,10 @@ final class EventStreamHub {
             switch error {
             case .unknownTrigger(let trigger):
                 return .failure(HTTPError(status: 404, code: "unknown_trigger",
-                                          message: "stream \(id) has no trigger \(trigger) (it has: \(listed(view.triggers)))"))
+                                          message: "stream \(id.redacted) has no trigger \(trigger) (it has: \(listed(view.triggers)))"))
             case .unknownInput(let input):
                 return .failure(HTTPError(status: 404, code: "unknown_input",
-                                          message: "stream \(id) has no input \(input) (it has: \(listed(view.inputs)))"))
+                                          message: "stream \(id.redacted) has no input \(input) (it has: \(listed(view.inputs)))"))
             case .invalidArgument(let problem):
                 return .failure(.badRequest(problem))
             }

@@ -61,7 +61,7 @@ public final class StreamDirectory: Sendable {
         _ answer: @escaping @Sendable (Result<Void, HTTPError>) -> Void
     ) -> Bool {
         guard let holder = listing(holding: id) else { return false }
-        let gone = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id)")
+        let gone = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id.redacted)")
         guard holder.loop !== loop else {
             answer(holder.hub?.control(id, control) ?? .failure(gone))
             return true

@@ -1,7 +1,8 @@
 import HTTPCore
 
 /// The id of one live stream: 128 random bits as 32 lowercase hex digits, unguessable, so
-/// knowing a stream's id is what entitles a client to poke its triggers and inputs.
+/// knowing a stream's id is what entitles a client to poke its triggers and inputs. A secret,
+/// then: logs and error messages name a stream by its ``redacted`` form.
 public struct StreamID: Hashable, Sendable, CustomStringConvertible {
     public let description: String
 
@@ -23,5 +24,15 @@ public struct StreamID: Hashable, Sendable, CustomStringConvertible {
 
     private init(description: String) {
         self.description = description
+    }
+
+    /// The first 8 hex digits and `…` (`7b10a2c4…`): enough to follow one stream through a
+    /// log, 96 bits short of reaching it.
+    public var redacted: String { Self.redacted(description[...]) }
+
+    /// `text` (an id, or whatever a client sent in its place) cut to its first 8 characters
+    /// and `…`; as it is when no longer than that.
+    static func redacted(_ text: Substring) -> String {
+        text.count > 8 ? text.prefix(8) + "…" : String(text)
     }
 }

@@ -1,0 +1,65 @@
+/// Reads a resource's parameter values from what a request gave (its route's segments and
+/// query values, or on `GET /events` the parameters prefixed with the resource's name) and
+/// checks them against the resource's definitions, before anything is fetched.
+///
+/// Holds the compiled patterns. Swift's `Regex` is not `Sendable`, so each worker makes its
+/// own validator from the (sendable) definitions; it is loop-confined.
+///
+/// ```swift
+/// let validator = try ParameterValidator(definitions)
+/// switch validator.values(from: ["team": "core"]) {
+/// case .success(let values): …          // team=core, status=open (its default)
+/// case .failure(let error): …           // 400 missing_parameter / invalid_parameter
+/// }
+/// ```
+public struct ParameterValidator {
+    public let definitions: [ParameterDefinition]
+    /// Each definition's compiled pattern, at the same index (nil: none).
+    private let patterns: [Regex<AnyRegexOutput>?]
+
+    /// Fails when a pattern is not a regular expression Swift can compile (the configuration
+    /// checks every pattern with this as it loads).
+    public init(_ definitions: [ParameterDefinition]) throws {
+        self.definitions = definitions
+        patterns = try definitions.map { definition in try definition.pattern.map { try Regex($0) } }
+    }
+
+    /// Whether the resource takes no parameters at all.
+    public var isEmpty: Bool { definitions.isEmpty }
+
+    /// The values of the declared parameters in `given`, defaults filled in, or why they are
+    /// refused; names `given` holds that are not declared are ignored. An empty value counts
+    /// as absent.
+    public func values(from given: [String: String]) -> Result<ParameterValues, ParameterError> {
+        var values: [String: String] = [:]
+        for (index, definition) in definitions.enumerated() {
+            let name = definition.name
+            guard let value = given[name].flatMap({ $0.isEmpty ? nil : $0 }) ?? definition.defaultValue else {
+                if definition.required {
+                    return .failure(ParameterError(code: .missingParameter, parameter: name, message: "parameter \(name) is required"))
+                }
+                continue
+            }
+            if let problem = problem(with: value, of: definition, pattern: patterns[index]) {
+                return .failure(ParameterError(code: .invalidParameter, parameter: name, message: "parameter \(name) \(problem)"))
+            }
+            values[name] = value
+        }
+        return .success(ParameterValues(values))
+    }
+
+    /// What is wrong with `value` for `definition`, or nil. The value itself is not repeated
+    /// in the message (it may be long, or not text anyone should see echoed).
+    private func problem(with value: String, of definition: ParameterDefinition, pattern: Regex<AnyRegexOutput>?) -> String? {
+        if value.utf8.count > ParameterDefinition.maximumValueBytes {
+            return "is longer than \(ParameterDefinition.maximumValueBytes) bytes"
+        }
+        if let allowed = definition.allowed, !allowed.contains(value) {
+            return "must be one of \(allowed.joined(separator: ", "))"
+        }
+        if let pattern, (try? pattern.firstMatch(in: value)) == nil {
+            return "does not match \(definition.pattern ?? "")"
+        }
+        return nil
+    }
+}
