@@ -146,7 +146,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FoundationBench",
-            dependencies: ["EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient"],
+            dependencies: ["Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient"],
             path: "Benchmarks/FoundationBench",
             swiftSettings: strictSettings
         ),
@@ -173,7 +173,7 @@ let package = Package(
         ),
         .target(
             name: "TributaryTesting",
-            dependencies: ["EventLoop", "HTTPCore", "HTTPServer", .product(name: "OpenCombine", package: "OpenCombine")],
+            dependencies: ["Aggregation", "EventLoop", "HTTPCore", "HTTPServer", .product(name: "OpenCombine", package: "OpenCombine")],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -214,6 +214,7 @@ let package = Package(
             dependencies: [
                 "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "Rivers", "TributaryTesting",
                 .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strictSettings
         ),

@@ -3,7 +3,8 @@
     openapi_check.py document BASE
         Validates BASE/openapi.json as OpenAPI 3.1.
     openapi_check.py events BASE PATH=FILE...
-        Checks the events recorded in each FILE (a stream of PATH, written by curl -N) against
+        Checks the events recorded in each FILE (a stream of PATH, written by curl -N; a PATH
+        with `updates=patch` must have sent a patch too) against
         the `text/event-stream` schema the document gives PATH's GET: each event against the
         schema of one event, and each event's `data` against its `contentSchema`, which JSON
         Schema leaves unchecked and schemathesis never sees (it asks for JSON, not streams).
@@ -62,19 +63,22 @@ def validator(served, schema):
 def events(base, recordings):
     served = fetch_document(base)
     for recording in recordings:
-        path, _, file = recording.partition("=")
+        path, _, file = recording.rpartition("=")
         schema = served["paths"][path.split("?")[0]]["get"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
-        # The stream was opened just before: wait (10 s at most) for its first snapshot.
-        deadline = time.monotonic() + 10
+        # The stream was opened just before: wait (10 s at most) for its first snapshot; a
+        # stream of patches (updates=patch), 20 s for its first patch (a demo group changes
+        # every few seconds, the groups refresh every 5 s).
+        due = ["stream", "snapshot"] + (["patch"] if "updates=patch" in path else [])
+        deadline = time.monotonic() + (20 if "patch" in due else 10)
         while True:
             with open(file, encoding="utf-8") as recorded:
                 received = parse_events(recorded.read())
-            if any(event["event"] == "snapshot" for event in received) or time.monotonic() > deadline:
+            kinds = [event["event"] for event in received]
+            if all(kind in kinds for kind in due) or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        kinds = [event["event"] for event in received]
-        if "stream" not in kinds or "snapshot" not in kinds:
-            sys.exit(f"openapi-check: {path}: expected a stream and a snapshot event, got {kinds}")
+        if not all(kind in kinds for kind in due):
+            sys.exit(f"openapi-check: {path}: expected {', '.join(due)} events, got {kinds}")
         for event in received:
             validator(served, schema).validate(event)
             variant = next(v for v in schema["oneOf"] if v["properties"]["event"]["const"] == event["event"])

@@ -10,6 +10,12 @@
 //   FoundationBench trace [COUNT]         CPU ns of W3C trace context work: a request's traceparent
 //                                         parsed, a new trace made, one upstream call's headers
 //                                         (README, "Tracing")
+//   FoundationBench patch [ITEMS] [COUNT] CPU µs of the JSON Patch of one change of a list of ITEMS
+//                                         (1,000) groups: one or ten items changed, one moved, one
+//                                         added; the diff alone, and with the new document parsed and
+//                                         the patch written, as a live stream's change costs it
+//                                         (Benchmarks/README.md, "Patches")
+import Aggregation
 import Glibc
 import EventLoop
 import HTTPCore
@@ -115,7 +121,53 @@ func measureTrace(arguments: [String]) {
     if sink == 42 { print(sink) }
 }
 
-if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "gzip" {
+/// A `/groups` document of `count` groups as the service writes it, with `change` applied to
+/// the groups first.
+func groupsDocument(_ count: Int, _ change: (inout [[(key: String, value: JSON)]]) -> Void = { _ in }) -> [UInt8] {
+    var groups: [[(key: String, value: JSON)]] = (0..<count).map { index in
+        [("id", .string("5f0c7a2e-\(1000 + index)-4b1d-9e2a-\(100_000 + index)")), ("name", .string("Group number \(index)")),
+         ("taskCount", .integer(index % 50)), ("lastUpdated", .string("2026-11-21T12:00:00Z"))]
+    }
+    change(&groups)
+    return JSON.array(groups.map(JSON.object)).serialized
+}
+
+func measurePatch(arguments: [String]) {
+    let items = arguments.count > 2 ? Int(arguments[2]) ?? 1_000 : 1_000
+    let count = arguments.count > 3 ? Int(arguments[3]) ?? 2_000 : 2_000
+    let old = groupsDocument(items)
+    let diff = JSONDiff(itemIDs: [JSONPath("id")])
+    let changes: [(String, (inout [[(key: String, value: JSON)]]) -> Void)] = [
+        ("one item changed", { $0[items / 2][2].value = .integer(999) }),
+        ("ten items changed", { groups in for index in stride(from: 0, to: items, by: max(1, items / 10)).prefix(10) { groups[index][2].value = .integer(999) } }),
+        ("one item moved", { groups in groups.insert(groups.remove(at: items - 1), at: 0) }),
+        ("one item added", { groups in groups.insert([("id", .string("new")), ("name", .string("Added")), ("taskCount", .integer(1))], at: items / 2) }),
+    ]
+    print("a list of \(items) groups, \(old.count) bytes; \(count) diffs each (the old document parsed once, as the service keeps it)")
+    guard let oldDocument = try? JSON(parsing: old, keeping: .objects) else { fail("the document does not parse") }
+    for (label, change) in changes {
+        let new = groupsDocument(items, change)
+        guard let newDocument = try? JSON(parsing: new, keeping: .objects) else { fail("the document does not parse") }
+        var size = 0
+        var started = cpuMicroseconds()
+        for _ in 0..<count { size &+= diff.patch(from: oldDocument, to: newDocument).count }
+        let diffOnly = (cpuMicroseconds() - started) / Double(count)
+        var patch: [UInt8] = []
+        started = cpuMicroseconds()
+        for _ in 0..<count {
+            guard let parsed = try? JSON(parsing: new, keeping: .objects) else { fail("the document does not parse") }
+            patch = JSONPatch.serialized(diff.patch(from: oldDocument, to: parsed))
+        }
+        let whole = (cpuMicroseconds() - started) / Double(count)
+        let round = { (value: Double) in (value * 10).rounded() / 10 }
+        print("  \(label): patch \(patch.count) bytes; diff \(round(diffOnly)) µs CPU, with the new document parsed and the patch written \(round(whole)) µs")
+        if size == -1 { print(size) }
+    }
+}
+
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "patch" {
+    measurePatch(arguments: CommandLine.arguments)
+} else if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "gzip" {
     measureGzip(arguments: CommandLine.arguments)
 } else if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "trace" {
     measureTrace(arguments: CommandLine.arguments)

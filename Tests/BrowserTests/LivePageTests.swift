@@ -153,7 +153,7 @@ struct LivePageTests {
         }
         let requests = NetworkLog(browser.events)
         let streams = requests.sent.filter { $0.type == "EventSource" }
-        #expect(streams.map(\.path) == ["/events?resource=groups&resource=rows&resource=search"])
+        #expect(streams.map(\.path) == ["/events?resource=groups&resource=rows&resource=search&updates=patch"])
         #expect(requests.open.map(\.path) == streams.map(\.path))
         #expect(requests.sent.contains { $0.method == "POST" && $0.path.hasPrefix("/streams/") })
 
@@ -163,6 +163,115 @@ struct LivePageTests {
         try FileManager.default.createDirectory(at: Self.screenshot.deletingLastPathComponent(), withIntermediateDirectories: true)
         try png.write(to: Self.screenshot)
         await searchUpstream.shutdown()
+    }
+
+    @Test("the page applies each group patch with its own RFC 6902 function: its table equals a JSON GET after every change")
+    func patchedTable() async throws {
+        let fixture = Observed(TaskGroupsFixture(count: 30))
+        let tasks = try await ScriptedUpstream.start { request in fixture.value.reply(to: request) ?? .json("{}", status: 404) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-browser-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("tributary.yaml")
+        // Groups change only when the test reloads them: one change, one event.
+        let shipped = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("config/tributary.yaml"), encoding: .utf8)
+        try shipped.replacingOccurrences(of: "refreshInterval: 5s", with: "refreshInterval: 1h").write(to: config, atomically: true, encoding: .utf8)
+        let service = try await DemoProcess.start(config: config.path, upstreams: ["tasks=\(tasks.baseURL)"])
+        defer { service.stop() }
+
+        let browser = try DevToolsBrowser()
+        let target = try await browser.send("Target.createTarget", ["url": "about:blank"])
+        let attached = try await browser.send("Target.attachToTarget", ["targetId": target["targetId"] as? String ?? "", "flatten": true])
+        let session = try #require(attached["sessionId"] as? String)
+        try await browser.send("Page.navigate", ["url": "http://127.0.0.1:\(service.port)/"], session: session)
+
+        /// Resolves once the page has applied more than `count` group patches.
+        func patches(after count: Int) async throws {
+            try await browser.evaluate("""
+                new Promise((resolve) => {
+                  const done = () => Number(document.body.dataset.patches) > \(count) && (resolve(true), true);
+                  if (!done()) new MutationObserver((_, observer) => { if (done()) observer.disconnect(); }).observe(document.body, { attributes: true });
+                })
+                """, session: session)
+        }
+        /// The page's table, and a JSON GET's groups, as rows of name, count and date.
+        func compared() async throws -> (page: [[String]], served: [[String]], version: String, etag: String) {
+            let page = try #require(try await browser.evaluate("""
+                [...document.querySelectorAll('#groups tr')].map((row) => [...row.children].map((cell) => cell.textContent))
+                """, session: session) as? [[String]])
+            let version = try #require(try await browser.evaluate("document.getElementById('version').textContent", session: session) as? String)
+            let answer = try await TestHTTP.get(port: service.port, "/groups")
+            let groups = try #require(try answer.json() as? [[String: Any]])
+            let served = groups.map { group in ["name", "taskCount", "lastUpdated"].map { "\(group[$0] ?? "")" } }
+            return (page, served, version, answer.header("ETag") ?? "")
+        }
+
+        // The first document, whole (the page's script has run).
+        try await browser.evaluate("""
+            new Promise((resolve) => {
+              const start = () => {
+                const done = () => Number(document.body.dataset.updates) >= 1 && (resolve(true), true);
+                if (!done()) new MutationObserver((_, observer) => { if (done()) observer.disconnect(); }).observe(document.body, { attributes: true });
+              };
+              document.readyState === "loading" ? document.addEventListener("DOMContentLoaded", start) : start();
+            })
+            """, session: session)
+        let first = try await compared()
+        #expect(first.page == first.served && first.page.count == 30)
+
+        // The page's applyPatch, on examples of RFC 6902's appendix A and on patches that must fail.
+        let examples = try #require(try await browser.evaluate("""
+            (() => {
+              const run = (document, patch) => { try { return JSON.stringify(applyPatch(document, patch)); } catch (error) { return "error"; } };
+              const kept = { a: [1, 2] };
+              const failed = run(kept, [{ op: "remove", path: "/a/0" }, { op: "remove", path: "/b" }]);
+              return [
+                run({ foo: "bar" }, [{ op: "add", path: "/baz", value: "qux" }]),
+                run({ foo: ["bar", "baz"] }, [{ op: "add", path: "/foo/1", value: "qux" }]),
+                run({ baz: "qux", foo: "bar" }, [{ op: "remove", path: "/baz" }]),
+                run({ foo: ["bar", "qux", "baz"] }, [{ op: "remove", path: "/foo/1" }]),
+                run({ baz: "qux", foo: "bar" }, [{ op: "replace", path: "/baz", value: "boo" }]),
+                run({ foo: { bar: "baz", waldo: "fred" }, qux: { corge: "grault" } }, [{ op: "move", from: "/foo/waldo", path: "/qux/thud" }]),
+                run({ foo: ["all", "grass", "cows", "eat"] }, [{ op: "move", from: "/foo/1", path: "/foo/3" }]),
+                run({ baz: "qux", foo: ["a", 2, "c"] }, [{ op: "test", path: "/baz", value: "qux" }, { op: "test", path: "/foo/1", value: 2 }]),
+                run({ baz: "qux" }, [{ op: "test", path: "/baz", value: "bar" }]),
+                run({ foo: "bar" }, [{ op: "add", path: "/baz/bat", value: "qux" }]),
+                run({ "/": 9, "~1": 10 }, [{ op: "test", path: "/~01", value: 10 }, { op: "replace", path: "/~1", value: 1 }]),
+                run({ foo: ["bar"] }, [{ op: "add", path: "/foo/-", value: ["abc", "def"] }]),
+                run({ foo: [1] }, [{ op: "add", path: "/foo/01", value: 2 }]),
+                run({}, [{ op: "add", path: "/__proto__", value: 1 }]),
+                failed + " " + JSON.stringify(kept),
+              ];
+            })()
+            """, session: session) as? [String])
+        #expect(examples == [
+            #"{"foo":"bar","baz":"qux"}"#, #"{"foo":["bar","qux","baz"]}"#, #"{"foo":"bar"}"#, #"{"foo":["bar","baz"]}"#,
+            #"{"baz":"boo","foo":"bar"}"#, #"{"foo":{"bar":"baz"},"qux":{"corge":"grault","thud":"fred"}}"#,
+            #"{"foo":["all","cows","eat","grass"]}"#, #"{"baz":"qux","foo":["a",2,"c"]}"#, "error", "error", #"{"/":1,"~1":10}"#,
+            #"{"foo":["bar",["abc","def"]]}"#, "error", #"{"__proto__":1}"#, #"error {"a":[1,2]}"#,
+        ])
+
+        let changes: [(String, (inout TaskGroupsFixture) -> Void)] = [
+            ("a count", { $0.groups[7].taskCount = 999 }),
+            ("an item removed", { $0.groups.remove(at: 20) }),
+            ("an item added", { $0.groups.insert(.init(id: "new", name: "Added", taskCount: 5, lastUpdated: "2026-11-30T00:00:00Z"), at: 3) }),
+            ("two items swapped", { $0.groups.swapAt(10, 25) }),
+            ("a name and a date", {
+                $0.groups[0].name = #"Renamed "zero" ✓ / ~1"#
+                $0.groups[0].lastUpdated = "2026-12-01T09:30:00Z"
+            }),
+        ]
+        for (index, (what, change)) in changes.enumerated() {
+            fixture.update(change)
+            #expect(try await TestHTTP.request(port: service.port, "POST", "/groups/reload").status == 202)
+            try await patches(after: index)
+            let now = try await compared()
+            #expect(now.page == now.served, "after \(what)")
+            #expect(now.version.contains(now.etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))), "after \(what): \(now.version), ETag \(now.etag)")
+        }
+        #expect(try await browser.evaluate("document.body.dataset.patches", session: session) as? String == "5")
+        await tasks.shutdown()
     }
 }
 

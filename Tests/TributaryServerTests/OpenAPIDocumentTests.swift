@@ -175,7 +175,7 @@ struct OpenAPIDocumentTests {
         }
     }
 
-    @Test("a resource's event stream is one of its three events: stream, snapshot with an id and the document, error")
+    @Test("a resource's event stream is one of its four events: stream, snapshot and patch with an id, error")
     func resourceEventStream() throws {
         let document = Self.document(try Self.configuration())
         let stream = document.at("paths", "/rows", "get", "responses", "200", "content", "text/event-stream", "schema")
@@ -183,11 +183,12 @@ struct OpenAPIDocumentTests {
         #expect(stream?["required"]?.strings == ["event", "data"])
         #expect(stream?["properties"]?.keys == ["event", "data", "id", "retry"])
         let events = stream?["oneOf"]?.arrayValue ?? []
-        #expect(events.map { $0.at("properties", "event", "const") } == [.string("stream"), .string("snapshot"), .string("error")])
-        #expect(events.map { $0["required"]?.strings } == [nil, ["id"], nil], "only a snapshot always has an id: its version")
-        #expect(events.map { $0.at("properties", "data", "contentMediaType") } == Array(repeating: .string("application/json"), count: 3))
+        #expect(events.map { $0.at("properties", "event", "const") } == [.string("stream"), .string("snapshot"), .string("patch"), .string("error")])
+        #expect(events.map { $0["required"]?.strings } == [nil, ["id"], ["id"], nil], "a snapshot and a patch always have an id: the version")
+        #expect(events.map { $0.at("properties", "data", "contentMediaType") } == Array(repeating: .string("application/json"), count: 4))
         #expect(events.map { $0.at("properties", "data", "contentSchema", "$ref")?.stringValue } == [
-            "#/components/schemas/StreamAnnouncement", "#/components/schemas/rowsDocument", "#/components/schemas/Error",
+            "#/components/schemas/StreamAnnouncement", "#/components/schemas/rowsDocument", "#/components/schemas/JSONPatch",
+            "#/components/schemas/Error",
         ])
     }
 
@@ -218,7 +219,7 @@ struct OpenAPIDocumentTests {
             #expect(Self.codes(operation, 503) == ["too_many_connections", "upstream_saturated", "upstream_circuit_open"] + pipelines + ["too_many_subscribers"],
                     "\(name)")
             #expect(Self.codes(operation, 504) == ["upstream_timeout"], "\(name)")
-            #expect(Self.codes(operation, 400) == ["malformed_request"], "\(name)")
+            #expect(Self.codes(operation, 400) == ["malformed_request", "invalid_parameter"], "\(name): an updates value that names no mode")
         }
     }
 
@@ -229,7 +230,7 @@ struct OpenAPIDocumentTests {
         #expect(term?["in"] == .string("query"))
         #expect(term?["required"] == nil)
         #expect(term?.at("schema", "maxLength") == .integer(SearchView.maximumQueryLength))
-        #expect(Self.codes(operation, 400) == ["malformed_request", "bad_request"])
+        #expect(Self.codes(operation, 400) == ["malformed_request", "bad_request", "invalid_parameter"])
         #expect(Self.parameter(operation, "q") == nil, "the configured parameter, not the default")
     }
 
@@ -283,7 +284,7 @@ struct OpenAPIDocumentTests {
         #expect(resource?.at("schema", "minItems") == .integer(1))
         #expect(resource?.at("schema", "maxItems") == .integer(16))
         #expect(resource?.at("schema", "uniqueItems") == .bool(true))
-        #expect(operation?["parameters"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["resource", "search.term", "Last-Event-ID"])
+        #expect(operation?["parameters"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["resource", "search.term", "updates", "Last-Event-ID"])
         #expect(Self.parameter(operation, "search.term")?.at("schema", "maxLength") == .integer(SearchView.maximumQueryLength))
     }
 
@@ -292,7 +293,7 @@ struct OpenAPIDocumentTests {
         let operation = Self.document(try Self.configuration()).at("paths", "/events", "get")
         #expect(operation?.at("responses", "200", "content")?.keys == ["text/event-stream"])
         let events = operation?.at("responses", "200", "content", "text/event-stream", "schema", "oneOf")?.arrayValue ?? []
-        #expect(events.map { $0.at("properties", "event", "const") } == [.string("stream"), .string("snapshot"), .string("error")])
+        #expect(events.map { $0.at("properties", "event", "const") } == [.string("stream"), .string("snapshot"), .string("patch"), .string("error")])
         #expect(events.first?.at("properties", "data", "contentSchema", "$ref") == .string("#/components/schemas/EventsAnnouncement"))
         #expect(events.last?.at("properties", "data", "contentSchema", "$ref") == .string("#/components/schemas/EventsError"))
         let snapshots = events.dropFirst().first?.at("properties", "data", "contentSchema", "oneOf")?.arrayValue ?? []
@@ -370,7 +371,7 @@ struct OpenAPIDocumentTests {
         ])
         #expect(Self.parameter(document.at("paths", "/streams/{id}/triggers/{name}", "post"), "name")?.at("schema", "enum") == nil)
         #expect(Self.parameter(document.at("paths", "/streams/{id}/inputs/{name}", "put"), "name")?.at("schema", "enum") == nil)
-        #expect(document.at("components", "schemas")?.keys == ["Error", "ItemError", "StreamAnnouncement", "EventsAnnouncement", "EventsError"])
+        #expect(document.at("components", "schemas")?.keys == ["Error", "ItemError", "StreamAnnouncement", "EventsAnnouncement", "JSONPatch", "EventsError"])
     }
 
     // MARK: - Operations

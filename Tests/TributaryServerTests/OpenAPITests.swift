@@ -62,7 +62,7 @@ struct OpenAPITests {
         let term = try #require(Self.parameters(lookup).first { $0["name"] as? String == "term" })
         #expect(term["in"] as? String == "query")
         #expect(Self.at(term, "schema", "maxLength") as? Int == 256)
-        #expect(Self.codes(lookup, "400") == ["malformed_request", "bad_request"])
+        #expect(Self.codes(lookup, "400") == ["malformed_request", "bad_request", "invalid_parameter"])
         let staleHeaders = Self.at(lookup, "responses", "200", "headers") as? [String: Any]
         #expect(Set(staleHeaders?.keys.map { $0 } ?? []) == ["Age", "Tributary-Stale"], "staleIfError: the stale answer's headers")
         #expect(Self.at(teams, "responses", "200", "headers") == nil, "no staleIfError: no stale answers")
@@ -72,7 +72,7 @@ struct OpenAPITests {
         #expect(Self.at(resource, "schema", "items", "enum") as? [String] == ["groups", "lookup", "mygroups", "rows", "search", "teamgroups", "teams"])
         #expect(Self.at(resource, "schema", "maxItems") as? Int == 16)
         #expect(Set(Self.parameters(events).compactMap { $0["name"] as? String }) == [
-            "resource", "lookup.term", "search.q", "teamgroups.team", "teamgroups.status", "Last-Event-ID",
+            "resource", "lookup.term", "search.q", "teamgroups.team", "teamgroups.status", "updates", "Last-Event-ID",
         ])
 
         let input = try #require(paths["/streams/{id}/inputs/{name}"]?["put"] as? [String: Any])
@@ -89,6 +89,32 @@ struct OpenAPITests {
         #expect(Self.at(paths, "/teams/reload", "post", "responses", "401") == nil)
         #expect(Self.codes(try #require(paths["/teams/reload"]?["post"] as? [String: Any]), "403") == ["forbidden"],
                 "without a token, only loopback clients may reload")
+    }
+
+    @Test("updates=patch is described: the parameter with the id its arrays are patched by, the patch event, the JSON Patch schema")
+    func patches() async throws {
+        let (document, _) = try await Self.document(Self.extendedYAML)
+        for (path, matched) in [("/teams", "`slug`"), ("/rows", "`topic.id`, then `id`"), ("/lookup", "`id`")] {
+            let operation = try #require(Self.at(document, "paths", path, "get") as? [String: Any])
+            let updates = try #require(Self.parameters(operation).first { $0["name"] as? String == "updates" })
+            #expect(updates["in"] as? String == "query")
+            #expect(Self.at(updates, "schema", "enum") as? [String] == ["snapshot", "patch", ""], "empty counts as absent")
+            #expect(Self.at(updates, "schema", "default") as? String == "snapshot")
+            #expect((updates["description"] as? String)?.contains("items all carry an id (\(matched))") == true, "\(path)")
+            let events = try #require(Self.at(operation, "responses", "200", "content", "text/event-stream", "schema", "oneOf") as? [[String: Any]])
+            let patch = try #require(events.first { Self.at($0, "properties", "event", "const") as? String == "patch" })
+            #expect(patch["required"] as? [String] == ["id"])
+            #expect(Self.at(patch, "properties", "data", "contentSchema", "$ref") as? String == "#/components/schemas/JSONPatch")
+            #expect(Self.codes(operation, "400")?.contains("invalid_parameter") == true)
+        }
+        let events = try #require(Self.at(document, "paths", "/events", "get") as? [String: Any])
+        let variants = try #require(Self.at(events, "responses", "200", "content", "text/event-stream", "schema", "oneOf") as? [[String: Any]])
+        let tagged = try #require(variants.first { Self.at($0, "properties", "event", "const") as? String == "patch" })
+        #expect(Self.at(tagged, "properties", "data", "contentSchema", "required") as? [String] == ["resource", "patch"])
+        let schema = try #require(Self.at(document, "components", "schemas", "JSONPatch") as? [String: Any])
+        #expect(schema["type"] as? String == "array")
+        let operations = try #require(Self.at(schema, "items", "oneOf") as? [[String: Any]])
+        #expect(operations.compactMap { Self.at($0, "properties", "op", "const") as? String } == ["add", "remove", "replace", "move"])
     }
 
     @Test("with an admin token, the reload endpoints state the scheme and their 401")

@@ -162,14 +162,14 @@ struct OperationsTests {
         await upstream.shutdown()
     }
 
-    @Test("GET / is the live page, wired to groups, rows and search over one /events stream")
+    @Test("GET / is the live page, wired to groups, rows and search over one /events stream of patches")
     func page() async throws {
         let upstream = try await ScriptedUpstream.start { _ in .json("{}") }
         let service = try await Self.service(named: "groups", upstream: upstream)
         let page = try await service.get("/")
         #expect(page.status == 200)
         #expect(page.header("Content-Type") == "text/html; charset=utf-8")
-        #expect(page.text.contains(#"new EventSource("/events?resource=groups&resource=rows&resource=search")"#))
+        #expect(page.text.contains(#"new EventSource("/events?resource=groups&resource=rows&resource=search&updates=patch")"#))
         #expect(page.text.components(separatedBy: "new EventSource(").count == 2, "one event stream")
         #expect(page.text.contains("/triggers/loadMore?topic="))
         #expect(page.text.contains("/inputs/q"))

@@ -4,7 +4,9 @@ package harness
 // epoll loop on the calling thread (no goroutine per connection), so 10,000 of them cost the
 // load client little CPU and every arrival is time-stamped when its bytes are read. A
 // snapshot's version is the first "taskCount" in its data (the tools' upstreams put the
-// current version there); snapshots without one (rows) count, but carry no version. Used
+// current version there, in the first group at least); snapshots without one (rows) count,
+// but carry no version. A patch (`?updates=patch`) carries the version as the value of the
+// first operation on a taskCount, `.../taskCount","value":N`. Used
 // by sse-scale (one service; one resource per stream, or several over /events) and fleet
 // (several replicas: the subscribers are spread over their ports in turn).
 
@@ -43,6 +45,9 @@ type Subscriber struct {
 	Path      string // what it asked for, e.g. /groups or /events?resource=groups&resource=rows
 	wanted    int    // snapshots that make it ready: one per resource its stream carries
 	LastError string // the data of the last error event (a refresh failed), if any
+	// The bytes of the event that brought the latest version (with its blank line), and its kind.
+	UpdateBytes int
+	UpdateKind  string
 }
 
 // SSEClients is the whole set of subscribers and their epoll loop; use it from one goroutine.
@@ -292,6 +297,7 @@ func (c *SSEClients) parse(s *Subscriber, now time.Time) {
 }
 
 var taskCountKey = []byte(`"taskCount":`)
+var patchedTaskCountKey = []byte(`taskCount","value":`)
 
 // feed adds event-stream text and handles every complete event in it.
 func (c *SSEClients) feed(s *Subscriber, text []byte, now time.Time) {
@@ -311,22 +317,29 @@ func (c *SSEClients) feed(s *Subscriber, text []byte, now time.Time) {
 			}
 			continue
 		}
-		if !bytes.HasPrefix(event, []byte("event: snapshot\n")) {
+		isPatch := bytes.HasPrefix(event, []byte("event: patch\n"))
+		if !isPatch && !bytes.HasPrefix(event, []byte("event: snapshot\n")) {
 			continue
 		}
+		key := taskCountKey
+		if isPatch {
+			key = patchedTaskCountKey
+		}
 		version := int64(-1)
-		if at := bytes.Index(event, taskCountKey); at >= 0 {
-			digits := event[at+len(taskCountKey):]
+		if at := bytes.Index(event, key); at >= 0 {
+			digits := event[at+len(key):]
 			stop := 0
 			for stop < len(digits) && digits[stop] >= '0' && digits[stop] <= '9' {
 				stop++
 			}
 			version, _ = strconv.ParseInt(string(digits[:stop]), 10, 64)
 		}
-		s.Snapshots++
-		if s.Snapshots == s.wanted {
-			c.FirstSnapshots++
-			c.inFlight--
+		if !isPatch {
+			s.Snapshots++
+			if s.Snapshots == s.wanted {
+				c.FirstSnapshots++
+				c.inFlight--
+			}
 		}
 		if version < 0 {
 			continue
@@ -336,6 +349,11 @@ func (c *SSEClients) feed(s *Subscriber, text []byte, now time.Time) {
 		}
 		s.Version = version
 		s.Arrived = now
+		s.UpdateBytes = len(event) + 2
+		s.UpdateKind = "snapshot"
+		if isPatch {
+			s.UpdateKind = "patch"
+		}
 	}
 	s.events = s.events[:copy(s.events, s.events[start:])]
 }

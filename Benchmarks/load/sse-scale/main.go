@@ -14,6 +14,10 @@
 // /events?resource=groups&resource=rows connection. The cost is then per client, and the
 // update (of the groups) is timed on each client's groups.
 //
+// With -updates-as snapshot,patch each run is made twice, with fresh services: subscribers
+// asking for whole snapshots, then for patches (?updates=patch); the summary compares them.
+// -changing 1 makes an update change one group (the upstream's first) instead of all.
+//
 // The main goroutine, which the harness keeps on the main thread, starts the service and
 // runs the epoll loop.
 //
@@ -39,6 +43,8 @@ import (
 type roundResult struct {
 	p50, p99, max, first, ack time.Duration
 	missed                    int
+	eventBytes                int    // the median size of the event that brought the update
+	eventKinds                string // the kinds of those events, e.g. "patch" or "patch, snapshot"
 	cpuMS, clientCPUMS        int
 	preempted                 int // the service's involuntary context switches during the update
 	otherCPUMS                int // CPU time of everything else on the machine during the update
@@ -72,6 +78,8 @@ func main() {
 	quietWait := flag.Duration("quiet-wait", time.Duration(harness.EnvInt("QUIET_WAIT", 600))*time.Second, "but no longer than this (env QUIET_WAIT, seconds)")
 	resources := flag.String("resources", "groups", "what each subscriber follows: groups, or groups,rows")
 	events := flag.Bool("events", false, "follow the resources over one GET /events connection per subscriber instead of one stream each")
+	updatesAs := flag.String("updates-as", "snapshot", "what subscribers ask for: snapshot, patch (?updates=patch), or snapshot,patch (each run twice, compared)")
+	changing := flag.Int("changing", 0, "groups an update changes, the first ones (default: all)")
 	flag.StringVar(&profileCommand, "profile", "", "a command run during the updates of each run, stopped with SIGINT; {pid} is the service's pid, {run} the run, e.g. 'perf record -g -p {pid} -o /tmp/sse-{run}.data'")
 	flag.Parse()
 	if *bin == "" {
@@ -80,41 +88,61 @@ func main() {
 	}
 	shape, err := newLayout(*resources, *events)
 	harness.Check(err)
+	modes := strings.Split(*updatesAs, ",")
+	for _, mode := range modes {
+		if mode != "snapshot" && mode != "patch" {
+			harness.Check(fmt.Errorf("-updates-as: snapshot, patch or snapshot,patch (found %q)", *updatesAs))
+		}
+	}
+	if *changing <= 0 || *changing > *groups {
+		*changing = *groups
+	}
 	harness.Check(harness.RaiseFileLimit(*subscribers*shape.connectionsPerClient() + 100))
 
 	work, err := harness.NewWorkspace("sse-scale", *keep)
 	harness.Check(err)
-	up, err := startUpstream(*groups)
+	up, err := startUpstream(*groups, *changing)
 	work.Check(err)
 	config, err := writeConfig(work.Dir, up.url, *subscribers*shape.connectionsPerClient(), *subscribers*len(shape.resources),
 		shape.follows("rows"), *defaultLimits)
 	work.Check(err)
-	fmt.Printf("sse-scale: %d subscribers each on %s, %d runs x %d updates, %d groups per snapshot, %d worker(s), binary %s\n",
-		*subscribers, strings.Join(shape.paths(), " + "), *runs, *updates, *groups, *workers, *bin)
+	fmt.Printf("sse-scale: %d subscribers each on %s, %d runs x %d updates, %d groups per snapshot (%d changing), updates as %s, %d worker(s), binary %s\n",
+		*subscribers, strings.Join(shape.paths(), " + "), *runs, *updates, *groups, *changing, *updatesAs, *workers, *bin)
 
-	var results []runResult
+	results := map[string][]runResult{}
 	for run := 1; run <= *runs; run++ {
-		service, err := work.StartService(*bin, config, fmt.Sprintf("service-%d.log", run), *workers)
-		work.Check(err)
-		fmt.Printf("run %d: service pid %d on %s\n", run, service.PID, service.Addr)
-		harness.WaitQuiet(*quietMax, *quietWait)
-		result, err := measure(service, up, shape, *subscribers, *updates, *connecting)
-		service.Stop()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "service log: %s\n", service.LogTail())
+		for _, mode := range modes {
+			shape.patch = mode == "patch"
+			service, err := work.StartService(*bin, config, fmt.Sprintf("service-%d-%s.log", run, mode), *workers)
+			work.Check(err)
+			fmt.Printf("run %d (%s): service pid %d on %s\n", run, mode, service.PID, service.Addr)
+			harness.WaitQuiet(*quietMax, *quietWait)
+			result, err := measure(service, up, shape, *subscribers, *updates, *connecting)
+			service.Stop()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "service log: %s\n", service.LogTail())
+			}
+			work.Check(err)
+			results[mode] = append(results[mode], result)
+			printRun(run, result, shape)
 		}
-		work.Check(err)
-		results = append(results, result)
-		printRun(run, result, shape)
 	}
-	printSummary(results, *subscribers, *workers, shape)
+	for _, mode := range modes {
+		shape.patch = mode == "patch"
+		printSummary(results[mode], *subscribers, *workers, shape)
+	}
+	if len(modes) == 2 {
+		printComparison(results[modes[0]], results[modes[1]])
+	}
 	work.Close()
 }
 
-// layout is what one subscriber opens: a stream of each resource, or one /events for all.
+// layout is what one subscriber opens: a stream of each resource, or one /events for all,
+// asking for patches or not.
 type layout struct {
 	resources []string
 	events    bool
+	patch     bool
 }
 
 func newLayout(resources string, events bool) (layout, error) {
@@ -137,11 +165,19 @@ func (l layout) follows(resource string) bool {
 // paths are what one subscriber asks for, one connection each.
 func (l layout) paths() []string {
 	if l.events {
-		return []string{"/events?resource=" + strings.Join(l.resources, "&resource=")}
+		path := "/events?resource=" + strings.Join(l.resources, "&resource=")
+		if l.patch {
+			path += "&updates=patch"
+		}
+		return []string{path}
 	}
 	var paths []string
 	for _, r := range l.resources {
-		paths = append(paths, "/"+r)
+		if l.patch {
+			paths = append(paths, "/"+r+"?updates=patch")
+		} else {
+			paths = append(paths, "/"+r)
+		}
 	}
 	return paths
 }
@@ -150,7 +186,7 @@ func (l layout) connectionsPerClient() int { return len(l.paths()) }
 
 // showsGroups says whether a subscriber's stream carries the groups, whose updates are timed.
 func showsGroups(sub *harness.Subscriber) bool {
-	return sub.Path == "/groups" || strings.Contains(sub.Path, "resource=groups")
+	return strings.HasPrefix(sub.Path, "/groups") || strings.Contains(sub.Path, "resource=groups")
 }
 
 func measure(s *harness.Service, up *upstream, shape layout, count, updates, connecting int) (runResult, error) {
@@ -238,6 +274,8 @@ func measure(s *harness.Service, up *upstream, shape layout, count, updates, con
 			return result, fmt.Errorf("POST /groups/reload failed: %s", reloadFailure)
 		}
 		var latencies []time.Duration
+		var sizes []float64
+		kinds := map[string]bool{}
 		missed := 0
 		for _, sub := range c.Subs {
 			if !showsGroups(sub) {
@@ -245,13 +283,21 @@ func measure(s *harness.Service, up *upstream, shape layout, count, updates, con
 			}
 			if sub.State != harness.StClosed && sub.Version == version {
 				latencies = append(latencies, sub.Arrived.Sub(sent))
+				sizes = append(sizes, float64(sub.UpdateBytes))
+				kinds[sub.UpdateKind] = true
 			} else {
 				missed++
 			}
 		}
+		var kindNames []string
+		for kind := range kinds {
+			kindNames = append(kindNames, kind)
+		}
+		sort.Strings(kindNames)
 		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 		r := roundResult{ack: ack, missed: missed, cpuMS: (cpuAfter - cpuBefore) * 10, clientCPUMS: int(clientCPU / time.Millisecond), preempted: preempted, otherCPUMS: otherMS,
-			eventsPerWait: float64(waitEvents) / float64(max1(waits)), fullBatches: fullBatches}
+			eventsPerWait: float64(waitEvents) / float64(max1(waits)), fullBatches: fullBatches,
+			eventBytes: int(medianFloat(sizes)), eventKinds: strings.Join(kindNames, ", ")}
 		if len(latencies) > 0 {
 			r.first = latencies[0]
 			r.p50 = harness.Percentile(latencies, 50)
@@ -321,11 +367,12 @@ func printRun(run int, r runResult, shape layout) {
 	fmt.Printf("\nrun %d: RSS %d KiB before, %d KiB with subscribers (%.0f B each), %d KiB after the updates (%.0f B each, %.0f B per connection); connected in %.1f s; %d lost\n",
 		run, r.rssBefore, r.rssAfter, r.perSubscriber, r.rssAfterUpdates, r.perSubscriberUpdated,
 		r.perSubscriberUpdated/float64(shape.connectionsPerClient()), r.connectTime.Seconds(), r.lost)
-	fmt.Println("| update | first ms | p50 ms | p99 ms | max ms | reload answered ms | missed | service CPU ms | preempted | client CPU ms | client events/wait (full batches) | other CPU ms | service RSS KiB after |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| update | event | event bytes | first ms | p50 ms | p99 ms | max ms | reload answered ms | missed | service CPU ms | preempted | client CPU ms | client events/wait (full batches) | other CPU ms | service RSS KiB after |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, round := range r.rounds {
-		fmt.Printf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d | %.1f (%d) | %d | %d |\n", i+1, harness.Milliseconds(round.first),
-			harness.Milliseconds(round.p50), harness.Milliseconds(round.p99), harness.Milliseconds(round.max), harness.Milliseconds(round.ack), round.missed, round.cpuMS, round.preempted, round.clientCPUMS, round.eventsPerWait, round.fullBatches, round.otherCPUMS, round.rssKB)
+		fmt.Printf("| %d | %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d | %.1f (%d) | %d | %d |\n", i+1, round.eventKinds, round.eventBytes,
+			harness.Milliseconds(round.first), harness.Milliseconds(round.p50), harness.Milliseconds(round.p99), harness.Milliseconds(round.max),
+			harness.Milliseconds(round.ack), round.missed, round.cpuMS, round.preempted, round.clientCPUMS, round.eventsPerWait, round.fullBatches, round.otherCPUMS, round.rssKB)
 	}
 }
 
@@ -376,6 +423,8 @@ func printSummary(results []runResult, count, workers int, shape layout) {
 	fmt.Printf("| update: p50 | %.1f ms | | |\n", medianFloat(p50))
 	p99Median := medianFloat(p99)
 	fmt.Printf("| update: p99 | %.1f ms | ≤ 250 ms | %s |\n", p99Median, harness.Yes(p99Median <= 250 && missed == 0))
+	sizes, _, _ := roundMedians(results)
+	fmt.Printf("| bytes of the event that brought an update | %.0f B | | |\n", sizes)
 	fmt.Printf("| update: max (all reached) | %.1f ms | | |\n", medianFloat(max))
 	fmt.Printf("| service CPU per update | %.0f ms | | |\n", medianFloat(cpu))
 	fmt.Printf("| load client CPU per update | %.0f ms | | |\n", medianFloat(clientCPU))
@@ -402,6 +451,32 @@ func printSummary(results []runResult, count, workers int, shape layout) {
 		fmt.Printf("| update: p99 | %.1f ms | ≤ 250 ms | %s |\n", medianFloat(quietP99), harness.Yes(medianFloat(quietP99) <= 250 && missed == 0))
 		fmt.Printf("| update: max | %.1f ms | | |\n", medianFloat(quietMax))
 	}
+}
+
+// roundMedians are the medians, over every update of `results`, of the update event's size,
+// the p99 arrival, and the service's CPU time.
+func roundMedians(results []runResult) (bytes, p99, cpu float64) {
+	var sizes, p99s, cpus []float64
+	for _, r := range results {
+		for _, round := range r.rounds {
+			sizes = append(sizes, float64(round.eventBytes))
+			p99s = append(p99s, float64(round.p99)/1e6)
+			cpus = append(cpus, float64(round.cpuMS))
+		}
+	}
+	return medianFloat(sizes), medianFloat(p99s), medianFloat(cpus)
+}
+
+// printComparison sets the runs of the two modes side by side (snapshots, then patches).
+func printComparison(snapshots, patches []runResult) {
+	sBytes, sP99, sCPU := roundMedians(snapshots)
+	pBytes, pP99, pCPU := roundMedians(patches)
+	fmt.Println("\nsnapshots against patches, same runs (medians over every update)")
+	fmt.Println("| measure | snapshots | patches | ratio | goal | met |")
+	fmt.Println("|---|---:|---:|---:|---:|---|")
+	fmt.Printf("| bytes per update, per subscriber | %.0f B | %.0f B | %.1f× smaller | ≥ 20× | %s |\n", sBytes, pBytes, sBytes/pBytes, harness.Yes(sBytes >= 20*pBytes))
+	fmt.Printf("| update: p99 | %.1f ms | %.1f ms | %.2f | not worse | %s |\n", sP99, pP99, pP99/sP99, harness.Yes(pP99 <= sP99))
+	fmt.Printf("| service CPU per update | %.0f ms | %.0f ms | %.2f | not worse | %s |\n", sCPU, pCPU, pCPU/sCPU, harness.Yes(pCPU <= sCPU))
 }
 
 // selfCPU is this process's user + system CPU time so far.

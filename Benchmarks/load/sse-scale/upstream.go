@@ -1,13 +1,15 @@
 package main
 
 // The controllable upstream: the `tasks` API with `groups` groups whose metadata carries the
-// current version as taskCount, so a client can tell which update a snapshot shows; and the
-// `media` API, for rows: two topics of four medias each, one page, never changing.
+// current version as taskCount (the first `changing` groups; the others keep 0), so a client
+// can tell which update a snapshot or patch shows; and the `media` API, for rows: two topics
+// of four medias each, one page, never changing.
 
 import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -15,19 +17,20 @@ import (
 )
 
 type upstream struct {
-	groups  int
-	version atomic.Int64
-	calls   atomic.Int64
-	url     string
-	server  *http.Server
+	groups   int
+	changing int
+	version  atomic.Int64
+	calls    atomic.Int64
+	url      string
+	server   *http.Server
 }
 
-func startUpstream(groups int) (*upstream, error) {
+func startUpstream(groups, changing int) (*upstream, error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	u := &upstream{groups: groups, url: "http://" + listener.Addr().String()}
+	u := &upstream{groups: groups, changing: changing, url: "http://" + listener.Addr().String()}
 	u.version.Store(1)
 	u.server = &http.Server{Handler: u}
 	go u.server.Serve(listener)
@@ -42,7 +45,13 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/groups":
 		w.Write([]byte(harness.GroupList(u.groups)))
 	case strings.HasPrefix(path, "/groups/") && strings.HasSuffix(path, "/metadata"):
-		w.Write([]byte(harness.GroupMetadata(u.version.Load())))
+		// harness.GroupList's ids: group-0000, group-0001, …
+		index, _ := strconv.Atoi(strings.TrimPrefix(strings.TrimSuffix(path, "/metadata"), "/groups/group-"))
+		if index < u.changing {
+			w.Write([]byte(harness.GroupMetadata(u.version.Load())))
+		} else {
+			w.Write([]byte(harness.GroupMetadata(0)))
+		}
 	case path == "/topics":
 		w.Write([]byte(`{"result":[{"id":"news","title":"News"},{"id":"films","title":"Films"}]}`))
 	case strings.HasPrefix(path, "/topics/") && strings.HasSuffix(path, "/medias"):

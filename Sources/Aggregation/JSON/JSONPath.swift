@@ -12,6 +12,11 @@ public struct JSONPath: Sendable, Equatable, CustomStringConvertible {
         members = text.split(separator: ".", omittingEmptySubsequences: true).map(String.init)
     }
 
+    /// The path through `members`, each a whole member name (a dot in one is part of it).
+    public init(members: [String]) {
+        self.members = members
+    }
+
     /// The value at this path, or nil when a member is missing or not inside an object.
     public func value(in document: JSON) -> JSON? {
         // The document is read where it is: copying it into `current` first cost a retain

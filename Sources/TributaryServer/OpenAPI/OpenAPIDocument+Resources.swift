@@ -19,19 +19,23 @@ extension OpenAPIDocument {
         var inputs: [String] = []
         var parameters: [OpenAPI.Parameter] = []
         var errors = Self.upstreamErrors
+        let diff: JSONDiff
         switch resource {
         case .list(let settings):
             let definition = settings.definition
             summary = "`\(definition.listPath)` of upstream `\(settings.upstream)`, each item merged with its `\(definition.detailPath)`"
             triggers = SharedLiveView.triggerNames
+            diff = PatchIdentity.diff(definition)
         case .pages(let settings):
             let definition = settings.definition
             summary = "`\(definition.listPath)` of upstream `\(settings.upstream)`, each item with the first page of its `\(definition.pagePath)`"
             triggers = RowsView.triggerNames
+            diff = PatchIdentity.diff(definition)
         case .search(let settings):
             let definition = settings.definition
             summary = "Search `\(definition.path)` of upstream `\(settings.upstream)`"
             triggers = []
+            diff = PatchIdentity.diff(definition)
             inputs = [definition.parameter]
             parameters.append(Self.queryParameter(definition))
             errors.append(OpenAPI.ErrorCase(
@@ -55,9 +59,13 @@ extension OpenAPIDocument {
                     when: "an event stream of a new identity beyond `server.maxIdentities` (\(configuration.server.maxIdentities))"))
             }
         }
+        let matched = diff.itemIDs.map { "`\($0)`" }.joined(separator: ", then ")
+        parameters.append(Self.updatesParameter(
+            "An array whose items all carry an id (\(matched)), none repeated, is patched by it; any other index by index."))
         parameters.append(OpenAPI.Parameter(
             name: "Last-Event-ID", location: .header,
-            description: "An event stream reconnecting: the version of the snapshot the client has, which is then not sent again.",
+            description: "An event stream reconnecting: the version of the document the client has, which is then not sent again "
+                + "(with `updates=patch`, the next change is a patch from it, if it is the current one).",
             schema: .object([("type", .string("string"))])))
         parameters.append(OpenAPI.Parameter(
             name: "If-None-Match", location: .header,
@@ -70,6 +78,11 @@ extension OpenAPIDocument {
         let events = Self.eventSchema([
             OpenAPI.Event(name: "stream", data: Self.reference("StreamAnnouncement"), when: "first, once"),
             OpenAPI.Event(name: "snapshot", data: document, when: "whenever the document changes; `id` is its version", hasID: true),
+            OpenAPI.Event(
+                name: "patch", data: Self.reference("JSONPatch"),
+                when: "with `updates=patch`, a change after the first document: the RFC 6902 patch from the document the client has; "
+                    + "`id` is the version of the document it makes (its JSON `ETag`)",
+                hasID: true),
             OpenAPI.Event(name: "error", data: Self.reference("Error"), when: "a refresh failed; the stream stays open"),
         ])
         return OpenAPI.Operation(
@@ -82,8 +95,23 @@ extension OpenAPIDocument {
                 status: 304, description: "The JSON document `If-None-Match` names is still current: no body.", content: [],
                 headers: Self.staleHeaders(resource))],
             errors: errors + [
+                OpenAPI.ErrorCase(status: 400, code: "invalid_parameter", when: "`updates` is neither `snapshot` nor `patch`"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "an event stream asked for at `sse.maxSubscribers` streams"),
             ])
+    }
+
+    /// `updates`: whether an event stream sends each new document whole or as a patch
+    /// (``EventUpdates``); `matching` says how its arrays' items are matched.
+    static func updatesParameter(_ matching: String) -> OpenAPI.Parameter {
+        OpenAPI.Parameter(
+            name: EventUpdates.parameter, location: .query,
+            description: "For event streams (a JSON answer is the same with either value): `snapshot` (the default) sends every new document whole "
+                + "(`event: snapshot`); `patch` sends the first whole, then each change as `event: patch`, an RFC 6902 JSON Patch "
+                + "from the document the client has, or as a snapshot when the patch would not be smaller. An empty value counts "
+                + "as none. \(matching)",
+            schema: .object([
+                ("type", .string("string")), ("enum", .array((EventUpdates.values + [""]).map(JSON.string))), ("default", .string("snapshot")),
+            ]))
     }
 
     /// `Age` and `Tributary-Stale`, which a JSON answer carries when it is the last good
@@ -236,9 +264,10 @@ extension OpenAPIDocument {
                 parameters.append(parameter)
             }
         }
+        parameters.append(Self.updatesParameter("For every resource of the stream, each patched as on its own stream."))
         parameters.append(OpenAPI.Parameter(
             name: "Last-Event-ID", location: .header,
-            description: "Reconnecting: the last snapshot's id, `groups:<version>,rows:<version>`; each unchanged document is not sent again.",
+            description: "Reconnecting: the last event's id, `groups:<version>,rows:<version>`; each unchanged document is not sent again.",
             schema: .object([("type", .string("string"))])))
         let snapshots = names.map { name in
             Self.object(required: [
@@ -246,6 +275,10 @@ extension OpenAPIDocument {
                 ("data", Self.reference(Self.documentSchemaName(name))),
             ])
         }
+        let patches = Self.object(required: [
+            ("resource", .object([("type", .string("string")), ("enum", .array(names.map(JSON.string)))])),
+            ("patch", Self.reference("JSONPatch")),
+        ])
         let events = Self.eventSchema([
             OpenAPI.Event(
                 name: "stream", data: Self.reference("EventsAnnouncement"),
@@ -253,6 +286,11 @@ extension OpenAPIDocument {
             OpenAPI.Event(
                 name: "snapshot", data: .object([("oneOf", .array(snapshots))]),
                 when: "a resource's document changed; `id` lists every resource's latest version, `groups:<version>,rows:<version>`",
+                hasID: true),
+            OpenAPI.Event(
+                name: "patch", data: patches,
+                when: "with `updates=patch`, a resource's document changed after its first: the RFC 6902 patch from the one the "
+                    + "client has (with `inputs`, as a snapshot, for a view with inputs); `id` as a snapshot's",
                 hasID: true),
             OpenAPI.Event(name: "error", data: Self.reference("EventsError"), when: "a refresh of a resource failed; the stream stays open"),
         ])
@@ -266,7 +304,8 @@ extension OpenAPIDocument {
             answers: [OpenAPI.Answer(status: 200, description: "The event stream.", content: [("text/event-stream", events)])],
             errors: [
                 OpenAPI.ErrorCase(status: 400, code: nil,
-                                  when: "a resource asked for twice or more than 16, a parameter without a dot, or for a resource not asked for"),
+                                  when: "a resource asked for twice or more than 16, a parameter without a dot, or for a resource not asked for, "
+                                    + "or `updates` neither `snapshot` nor `patch` (`invalid_parameter`)"),
                 OpenAPI.ErrorCase(status: 404, code: nil, when: "no resource of that name"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "the worker is at `sse.maxSubscribers` streams"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_pipelines", when: "a resource's parameter values or identity beyond its live pipelines"),

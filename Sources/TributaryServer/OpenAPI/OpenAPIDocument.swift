@@ -62,7 +62,9 @@ struct OpenAPIDocument {
         `event: snapshot` (`id:` the document's version, `data:` the whole document) whenever \
         the document changes, `event: error` when a refresh fails (the stream stays open), and \
         a `: heartbeat` comment while nothing changes. A reconnecting client's `Last-Event-ID` \
-        skips a snapshot it already has. When a configuration reload removes or changes the \
+        skips a snapshot it already has. With `?updates=patch`, each change after the first \
+        document is `event: patch`, an RFC 6902 JSON Patch (`#/components/schemas/JSONPatch`) \
+        from the document the client has, whose `id:` is the version it makes. When a configuration reload removes or changes the \
         resource, its stream ends with `event: error` code `resource_removed` (its URL is 404 \
         from then on) or `resource_changed` (reconnect for the new definition). `GET /events` carries several resources on one \
         connection. A stream's triggers and inputs are reached at `/streams/{id}/…`.
@@ -237,6 +239,10 @@ struct OpenAPIDocument {
                 ("EventsAnnouncement", Self.described(
                     "`GET /events`: the data of each resource's `event: stream`, in request order.",
                     Self.object(required: [("id", streamID), ("resource", resourceName), ("triggers", names), ("inputs", names)]))),
+                ("JSONPatch", Self.described(
+                    "An RFC 6902 JSON Patch: operations applied in order, each path an RFC 6901 JSON Pointer into the document "
+                        + "as the operations before it left it.",
+                    .object([("type", .string("array")), ("items", Self.patchOperation)]))),
                 ("EventsError", Self.described(
                     "`GET /events`: the data of an `event: error`: a refresh of the resource failed, or a configuration "
                         + "reload removed it (`resource_removed`: its feed ends, the stream goes on) or changed it "
@@ -255,6 +261,20 @@ struct OpenAPIDocument {
             ])))
         }
         return .object(members)
+    }
+
+    /// One operation of a patch: those Tributary sends (`add`, `remove`, `replace`, `move`).
+    private static var patchOperation: JSON {
+        let pointer = JSON.object([("type", .string("string")), ("pattern", .string("^(/[^/]*)*$"))])
+        let operation = { (name: String, more: [(String, JSON)]) in
+            object(required: [("op", .object([("const", .string(name))])), ("path", pointer)] + more)
+        }
+        return .object([("oneOf", .array([
+            operation("add", [("value", .object([]))]),
+            operation("remove", []),
+            operation("replace", [("value", .object([]))]),
+            operation("move", [("from", pointer)]),
+        ]))])
     }
 
     /// The name of the admin token's security scheme.

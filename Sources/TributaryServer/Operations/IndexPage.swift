@@ -11,9 +11,15 @@
 /// requests issued side by side may travel on different connections and arrive out of order,
 /// and then an older value would win.
 ///
+/// The page subscribes with `updates=patch`: after each resource's first snapshot, a change
+/// comes as an RFC 6902 JSON Patch, which `applyPatch` (a small function of the page, no
+/// library) applies to the document the page keeps. A patch that does not apply (it never
+/// should) makes the page start over with a new connection, which sends every document whole.
+///
 /// For tests and curious humans, `<body>` carries `data-state` (`connecting`, `live`,
-/// `reconnecting`) and `data-updates` (group snapshots received); `#results` carries
-/// `data-query` (the query the results shown answer).
+/// `reconnecting`), `data-updates` (group documents shown, whole or patched) and
+/// `data-patches` (group patches applied); `#results` carries `data-query` (the query the
+/// results shown answer).
 enum IndexPage {
     static let html = #"""
     <!doctype html>
@@ -59,7 +65,7 @@ enum IndexPage {
       button:hover { background: #eef4fd; }
     </style>
     </head>
-    <body data-state="connecting" data-updates="0">
+    <body data-state="connecting" data-updates="0" data-patches="0">
     <header><h1>Tributary</h1><span id="state" class="state">connecting…</span><small>one connection: <code>/events</code></small></header>
     <main>
       <section>
@@ -89,6 +95,75 @@ enum IndexPage {
       document.body.dataset.state = state;
       $("state").className = "state " + state;
       $("state").textContent = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…" }[state];
+    }
+
+    // RFC 6902: `patch` applied to a copy of `document`, paths as RFC 6901 pointers. Throws
+    // when an operation does not apply, leaving `document` as it was.
+    function applyPatch(document, patch) {
+      let root = structuredClone(document);
+      const fail = (why) => { throw new Error("JSON Patch: " + why); };
+      const isObject = (node) => node !== null && typeof node === "object" && !Array.isArray(node);
+      const tokens = (pointer) => {
+        if (pointer === "") return [];
+        if (typeof pointer !== "string" || pointer[0] !== "/") fail("bad pointer " + pointer);
+        return pointer.slice(1).split("/").map((token) => token.replaceAll("~1", "/").replaceAll("~0", "~"));
+      };
+      const index = (array, token, end) => {
+        if (end && token === "-") return array.length;
+        if (!/^(0|[1-9][0-9]*)$/.test(token) || Number(token) > array.length - (end ? 0 : 1)) fail("bad index " + token);
+        return Number(token);
+      };
+      const child = (node, token) => {
+        if (Array.isArray(node)) return node[index(node, token, false)];
+        if (isObject(node) && Object.hasOwn(node, token)) return node[token];
+        fail("no member " + token);
+      };
+      const get = (path) => path.reduce(child, root);
+      // A plain assignment of "__proto__" would set the prototype, not a member.
+      const put = (node, name, value) => Object.defineProperty(node, name, { value, writable: true, enumerable: true, configurable: true });
+      const add = (path, value) => {
+        if (path.length === 0) { root = value; return; }
+        const node = get(path.slice(0, -1)), last = path[path.length - 1];
+        if (Array.isArray(node)) node.splice(index(node, last, true), 0, value);
+        else if (isObject(node)) put(node, last, value);
+        else fail("add into a " + typeof node);
+      };
+      const remove = (path) => {
+        if (path.length === 0) fail("remove of the whole document");
+        const node = get(path.slice(0, -1)), last = path[path.length - 1];
+        const value = child(node, last);
+        if (Array.isArray(node)) node.splice(Number(last), 1); else delete node[last];
+        return value;
+      };
+      const same = (a, b) => {
+        if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((item, at) => same(item, b[at]));
+        if (isObject(a)) return isObject(b) && Object.keys(a).length === Object.keys(b).length && Object.keys(a).every((key) => Object.hasOwn(b, key) && same(a[key], b[key]));
+        return a === b;
+      };
+      if (!Array.isArray(patch)) fail("not an array");
+      for (const operation of patch) {
+        const path = tokens(operation.path);
+        const from = "from" in operation ? tokens(operation.from) : null;
+        switch (operation.op) {
+          case "add": add(path, structuredClone(operation.value)); break;
+          case "remove": remove(path); break;
+          case "replace": {
+            get(path);
+            if (path.length === 0) { root = structuredClone(operation.value); break; }
+            const node = get(path.slice(0, -1)), last = path[path.length - 1];
+            if (Array.isArray(node)) node[Number(last)] = structuredClone(operation.value); else put(node, last, structuredClone(operation.value));
+            break;
+          }
+          case "move":
+            if (path.length > from.length && from.every((token, at) => token === path[at])) fail("move into its own child");
+            add(path, remove(from));
+            break;
+          case "copy": add(path, structuredClone(get(from))); break;
+          case "test": if (!same(get(path), operation.value)) fail("test of " + operation.path); break;
+          default: fail("unknown operation " + operation.op);
+        }
+      }
+      return root;
     }
 
     // The stream id of each resource on this connection, as its `event: stream` announced it:
@@ -235,25 +310,46 @@ enum IndexPage {
     $("q").addEventListener("input", (event) => search.type(event.target.value));
 
     const views = { groups, rows, search };
-    const events = new EventSource("/events?resource=groups&resource=rows&resource=search");
-    events.addEventListener("open", () => setState("live"));
-    events.addEventListener("stream", (event) => {
-      const stream = JSON.parse(event.data);
-      streams[stream.resource] = stream.id;
-      if (stream.resource === "search") search.restart();
-    });
-    events.addEventListener("snapshot", (event) => {
-      setState("live");
-      const snapshot = JSON.parse(event.data);
-      views[snapshot.resource].show(snapshot, event.lastEventId);
-    });
-    // Our `event: error` carries data naming its resource; the browser's own error event
-    // (connection lost, EventSource reconnects) does not.
-    events.addEventListener("error", (event) => {
-      if (!event.data) { setState("reconnecting"); return; }
-      const failure = JSON.parse(event.data);
-      views[failure.resource].fail(failure);
-    });
+    // Each resource's document as the page has it: a snapshot replaces it, a patch changes it.
+    const documents = {};
+    function take(event) {
+      const message = JSON.parse(event.data);
+      const resource = message.resource;
+      documents[resource] = event.type === "patch" ? applyPatch(documents[resource], message.patch) : message.data;
+      if (event.type === "patch" && resource === "groups") document.body.dataset.patches = String(Number(document.body.dataset.patches) + 1);
+      views[resource].show({ resource, inputs: message.inputs, data: documents[resource] }, event.lastEventId);
+    }
+
+    function connect() {
+      const events = new EventSource("/events?resource=groups&resource=rows&resource=search&updates=patch");
+      events.addEventListener("open", () => setState("live"));
+      events.addEventListener("stream", (event) => {
+        const stream = JSON.parse(event.data);
+        streams[stream.resource] = stream.id;
+        if (stream.resource === "search") search.restart();
+      });
+      const update = (event) => {
+        setState("live");
+        try {
+          take(event);
+        } catch (problem) {
+          // A patch that does not apply: start over, with every document sent whole.
+          events.close();
+          setState("reconnecting");
+          connect();
+        }
+      };
+      events.addEventListener("snapshot", update);
+      events.addEventListener("patch", update);
+      // Our `event: error` carries data naming its resource; the browser's own error event
+      // (connection lost, EventSource reconnects) does not.
+      events.addEventListener("error", (event) => {
+        if (!event.data) { setState("reconnecting"); return; }
+        const failure = JSON.parse(event.data);
+        views[failure.resource].fail(failure);
+      });
+    }
+    connect();
     </script>
     </body>
     </html>

@@ -7,7 +7,8 @@ import HTTPServer
 /// Read whole before anything is subscribed, so a request it refuses leaves nothing behind:
 /// no `resource` (400), more than ``maximumResources`` (400), one asked for twice (400), one
 /// that does not exist (404 `unknown_resource`), a parameter without the `<resource>.` prefix
-/// or for a resource the stream does not carry (400).
+/// or for a resource the stream does not carry (400). `updates` is the stream's own, for
+/// every resource (``EventUpdates``; 400 `invalid_parameter` for a value it does not know).
 struct EventsQuery {
     /// Resources on one stream at most: each is a subscription, and for views of their own
     /// (`rows`, `search`) a pipeline of its own, so one request must not open unboundedly many.
@@ -20,6 +21,8 @@ struct EventsQuery {
     }
 
     let subscriptions: [Subscription]
+    /// Whether every resource's new documents go whole or as patches.
+    let updates: EventUpdates
 
     /// Reads the query's `pairs`; `known` are the resources that exist.
     init(_ pairs: [(name: String, value: String)], known: Set<String>) throws(HTTPError) {
@@ -41,7 +44,12 @@ struct EventsQuery {
             }
             subscriptions.append(Subscription(resource: resource))
         }
+        var updates: String?
         for (name, value) in pairs where name != "resource" {
+            if name == EventUpdates.parameter {
+                updates = value
+                continue
+            }
             // The longest matching name wins, should a resource's name hold a dot itself.
             let owner = subscriptions.indices
                 .filter { name.hasPrefix(subscriptions[$0].resource + ".") }
@@ -58,5 +66,6 @@ struct EventsQuery {
             subscriptions[owner].parameters[parameter] = value
         }
         self.subscriptions = subscriptions
+        self.updates = try EventUpdates(parameter: updates)
     }
 }

@@ -37,13 +37,14 @@ struct EventsRoutes {
                 let factory = views[subscription.resource]!
                 switch factory.make(request, subscription.parameters) {
                 case .success(let view):
-                    resources.append(StreamedResource(name: subscription.resource, view: view, isPrivate: !factory.varyingHeaders.isEmpty))
+                    resources.append(StreamedResource(
+                        name: subscription.resource, view: view, diff: factory.diff, isPrivate: !factory.varyingHeaders.isEmpty))
                 case .failure(var error):
                     error.message = "resource \(subscription.resource): \(error.message)"
                     return request.respond(error)
                 }
             }
-            streams.open(request, carrying: resources, framing: .multiplexed)
+            streams.open(request, carrying: resources, framing: .multiplexed, updates: query.updates)
         }
     }
 }

@@ -54,7 +54,7 @@ final class ListResourceRoutes {
 
     /// How a stream of the resource gets its view: the shared pipeline of its key.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(make: { [requests, pipelines, definition, settings] request, given in
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [requests, pipelines, definition, settings] request, given in
             let asked = given.map { requests.read(request, given: $0) } ?? requests.read(request)
             return asked.flatMap { asked in
                 pipelines.view(
@@ -68,6 +68,7 @@ final class ListResourceRoutes {
         router.add(.get, settings.routing.route) { [self] request in
             request.servesResource(varyingOn: requests.varyingHeaders)
             if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews) }
+            if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
             switch requests.read(request) {
             case .success(let asked): answers.answer(request, key: asked.key) { resource(for: asked).snapshot(trace: request.traceContext) }
             case .failure(let error): request.respond(error)

@@ -15,6 +15,9 @@ import HTTPServer
 /// }
 /// ```
 struct LiveViewFactory {
+    /// How patches of the views' documents are made (`updates=patch`): the members that are
+    /// the resource's items' ids (``PatchIdentity``).
+    let diff: JSONDiff
     /// `given`: the resource's parameters by name, or nil to read them from the request's
     /// own route and query.
     let make: (_ request: ServerRequest, _ given: [String: String]?) -> Result<any LiveViewModel, HTTPError>

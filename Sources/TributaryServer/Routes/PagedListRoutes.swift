@@ -42,7 +42,7 @@ final class PagedListRoutes {
     /// How a stream of the resource gets its view: one of its own, for its parameter values
     /// and caller.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(make: { [self] request, given in
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given in
             let asked = given.map { requests.read(request, given: $0) } ?? requests.read(request)
             return asked.map { asked in
                 RowsView(resource(for: asked), argument: settings.loadMoreArgument, trace: request.traceContext)
@@ -54,6 +54,7 @@ final class PagedListRoutes {
         router.add(.get, settings.routing.route) { [self] request in
             request.servesResource(varyingOn: requests.varyingHeaders)
             if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews) }
+            if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
             switch requests.read(request) {
             case .success(let asked): answers.answer(request, key: asked.key) { resource(for: asked).firstPages(trace: request.traceContext) }
             case .failure(let error): request.respond(error)

@@ -40,7 +40,7 @@ final class SearchRoutes {
     /// How a stream of the resource gets its view: a session of its own, searching the
     /// query parameter first.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(make: { [self] request, given in
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given in
             let asked = given.map { requests.read(request, given: $0) } ?? requests.read(request)
             return asked.flatMap { asked in
                 query(in: given ?? request.queryParameters).map { query in
@@ -54,6 +54,7 @@ final class SearchRoutes {
         router.add(.get, settings.routing.route) { [self] request in
             request.servesResource(varyingOn: requests.varyingHeaders)
             if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews) }
+            if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
             let asked: (request: ResourceRequest, query: String)
             switch requests.read(request).flatMap({ asked in query(in: request.queryParameters).map { (asked, $0) } }) {
             case .success(let found): asked = found

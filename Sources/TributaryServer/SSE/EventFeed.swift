@@ -6,13 +6,18 @@ import OpenCombine
 /// A resource's own stream (`GET /groups`) has one feed; `GET /events` has one per resource,
 /// all writing into the same connection. Loop-confined.
 ///
-/// It decides what to send and leaves how to the stream: a snapshot only when the document
+/// It decides what to send and leaves how to the stream: a new document only when it
 /// changed (or after an error, so the client knows it is current again), an error only when
 /// it is a new one; on `GET /events`, which names the input values each answers, also when
 /// those changed (a search for "swift" that finds what "swi" found is still news: the client
 /// learns that its results are now "swift"'s). Back pressure: after each write it asks for
 /// the next state only once the socket has taken the stream's output (``drained()``), so a
 /// slow reader gets the latest state when it catches up, never a backlog.
+///
+/// With `updates=patch` it keeps the document the client has, and a new one goes as a patch
+/// from it (``EventStream/send(_:from:answering:of:)``): from the last one sent, or the one
+/// the client's `Last-Event-ID` names when that is the current one. A reader that skipped
+/// versions gets the patch from the version it has, never one from a version it has not.
 final class EventFeed: Subscriber {
     typealias Input = LiveState
     typealias Failure = Never
@@ -22,8 +27,13 @@ final class EventFeed: Subscriber {
     let resource: String
     /// What it shows and what its client may poke; it lives as long as the feed.
     let view: any LiveViewModel
+    /// How patches of its documents are made (which members are its items' ids).
+    let diff: JSONDiff
     /// The version of the document the client has (sent, or named by its `Last-Event-ID`).
     private(set) var sentVersion: String?
+    /// That document, when the stream sends patches and the feed has seen it: the next patch
+    /// is made from it. Shared with the state it came in (no copy).
+    private var sentSnapshot: Snapshot?
     private var sentError: ResourceError?
     /// The input values the client knows its document or error answers: those it was last
     /// told. Nil before the first state, which answers the values the client's request named:
@@ -35,10 +45,11 @@ final class EventFeed: Subscriber {
     /// The stream owns its feeds and cancels them when it closes.
     private unowned let stream: EventStream
 
-    init(id: StreamID, resource: String, view: any LiveViewModel, clientHas version: String?, stream: EventStream) {
+    init(id: StreamID, resource: StreamedResource, clientHas version: String?, stream: EventStream) {
         self.id = id
-        self.resource = resource
-        self.view = view
+        self.resource = resource.name
+        view = resource.view
+        diff = resource.diff
         self.stream = stream
         sentVersion = version
     }
@@ -72,11 +83,16 @@ final class EventFeed: Subscriber {
     func receive(_ state: LiveState) -> Subscribers.Demand {
         let inputsChanged = stream.framing.namesInputs && knownInputs.map { $0 != state.inputs } ?? false
         knownInputs = state.inputs
+        let patches = stream.updates == .patches
+        // The client's Last-Event-ID names the current document: the next patch goes from it.
+        if patches, sentSnapshot == nil, let snapshot = state.snapshot, snapshot.version == sentVersion { sentSnapshot = snapshot }
         if let snapshot = state.snapshot, state.error == nil, snapshot.version != sentVersion || sentError != nil || inputsChanged {
+            let base = sentSnapshot
             sentVersion = snapshot.version
+            if patches { sentSnapshot = snapshot }
             sentError = nil
             awaitingDrain = true
-            stream.send(snapshot, answering: state.inputs, of: self)
+            stream.send(snapshot, from: base, answering: state.inputs, of: self)
             return .none
         }
         if let error = state.error, error != sentError || inputsChanged {

@@ -26,10 +26,20 @@ import HTTPServer
 /// : heartbeat
 /// ```
 ///
-/// A `Last-Event-ID` naming a resource's current version skips resending that document.
+/// With `?updates=patch`, each document after the first goes as an RFC 6902 patch from the
+/// one the client has, when that is smaller (``EventFrameCache``):
+/// ```
+/// event: patch       id: <version>   data: [{"op":"replace","path":"/7/taskCount","value":13}]
+/// event: patch       id: groups:<version>,rows:<version>   data: {"resource":"groups","patch":[…]}   (GET /events)
+/// ```
+///
+/// A `Last-Event-ID` naming a resource's current version skips resending that document (and
+/// with patches, the next change is a patch from it).
 final class EventStream {
     let request: ServerRequest
     let framing: EventStreamFraming
+    /// Whether new documents go whole or as patches (`updates`).
+    let updates: EventUpdates
     /// One per resource, in the order the client asked for them.
     private(set) var feeds: [EventFeed] = []
     private let frames: EventFrameCache
@@ -40,17 +50,18 @@ final class EventStream {
 
     /// A stream of `resources` on `request`; each gets a fresh id.
     init(
-        request: ServerRequest, resources: [StreamedResource], framing: EventStreamFraming,
+        request: ServerRequest, resources: [StreamedResource], framing: EventStreamFraming, updates: EventUpdates,
         headers: [(String, String)] = EventStreamFormat.headers, frames: EventFrameCache, onClose: @escaping (EventStream) -> Void
     ) {
         self.request = request
         self.framing = framing
+        self.updates = updates
         self.headers = headers
         self.frames = frames
         self.onClose = onClose
         let clientHas = framing.versionsTheClientHas(lastEventID: request.header("Last-Event-ID"), resources: resources.map(\.name))
         feeds = resources.map { resource in
-            EventFeed(id: .random(), resource: resource.name, view: resource.view, clientHas: clientHas[resource.name], stream: self)
+            EventFeed(id: .random(), resource: resource, clientHas: clientHas[resource.name], stream: self)
         }
     }
 
@@ -110,14 +121,20 @@ final class EventStream {
     // MARK: - What the feeds send
 
     /// Writes `snapshot` of `feed`'s resource, the answer for the view's `inputs` (the feed
-    /// already counts it as sent).
-    func send(_ snapshot: Snapshot, answering inputs: [String: String], of feed: EventFeed) {
+    /// already counts it as sent): as a patch from `base`, the document the client has, when
+    /// there is one (`updates=patch`) and the patch is smaller than the document, else whole.
+    func send(_ snapshot: Snapshot, from base: Snapshot?, answering inputs: [String: String], of feed: EventFeed) {
         switch framing {
         case .single:
-            request.write(frames.snapshotFrame(snapshot))
+            if let base, let patch = frames.patchFrame(from: base, to: snapshot, of: feed.resource, diff: feed.diff) {
+                request.write(patch)
+            } else {
+                request.write(frames.snapshotFrame(snapshot, of: feed.resource))
+            }
         case .multiplexed:
             let id = CompositeEventID.format(feeds.compactMap { feed in feed.sentVersion.map { (resource: feed.resource, version: $0) } })
-            switch frames.taggedSnapshot(snapshot, of: feed.resource, answering: inputs, id: id) {
+            let patch = base.flatMap { frames.taggedPatch(from: $0, to: snapshot, of: feed.resource, diff: feed.diff, answering: inputs, id: id) }
+            switch patch ?? frames.taggedSnapshot(snapshot, of: feed.resource, answering: inputs, id: id) {
             case .whole(let event): request.write(event)
             case .parts(let head, let body): request.write(head, then: body)
             }
@@ -141,10 +158,12 @@ final class EventStream {
     }
 }
 
-/// One resource a new stream carries: its name, the view model its feed follows, and whether
-/// its documents are per identity (the stream is then `Cache-Control: private`).
+/// One resource a new stream carries: its name, the view model its feed follows, how patches
+/// of its documents are made, and whether its documents are per identity (the stream is then
+/// `Cache-Control: private`).
 struct StreamedResource {
     let name: String
     let view: any LiveViewModel
+    let diff: JSONDiff
     var isPrivate = false
 }

@@ -47,11 +47,19 @@ final class EventStreamHub {
     static let receiveBuffer = 4096
 
     /// Answers `request` with an event stream of `resource` (`GET /<name>`), whose view
-    /// `views` makes from the request's query, or with the error it refused the query with.
+    /// `views` makes from the request's query, or with the error it refused the query with
+    /// (its `updates` parameter included: ``EventUpdates``).
     func open(_ request: ServerRequest, resource: String, views: LiveViewFactory) {
+        let updates: EventUpdates
+        do throws(HTTPError) {
+            updates = try EventUpdates(parameter: request.queryParameters[EventUpdates.parameter])
+        } catch {
+            return request.respond(error)
+        }
         switch views.make(request, nil) {
         case .success(let view):
-            open(request, carrying: [StreamedResource(name: resource, view: view, isPrivate: !views.varyingHeaders.isEmpty)], framing: .single)
+            let streamed = StreamedResource(name: resource, view: view, diff: views.diff, isPrivate: !views.varyingHeaders.isEmpty)
+            open(request, carrying: [streamed], framing: .single, updates: updates)
         case .failure(let error):
             request.respond(error)
         }
@@ -65,7 +73,7 @@ final class EventStreamHub {
     /// asked for on a connection still open gets its `retry:` and ends at once, with the
     /// connection: its client reconnects, to another replica or to the restarted service,
     /// instead of holding the shutdown up until its deadline.
-    func open(_ request: ServerRequest, carrying resources: [StreamedResource], framing: EventStreamFraming) {
+    func open(_ request: ServerRequest, carrying resources: [StreamedResource], framing: EventStreamFraming, updates: EventUpdates) {
         let headers = resources.contains(where: \.isPrivate) ? EventStreamFormat.privateHeaders : EventStreamFormat.headers
         if request.method == .head { return request.startStream(status: 200, headers: headers) }
         if isShuttingDown {
@@ -78,7 +86,8 @@ final class EventStreamHub {
                                              message: "the server is at its limit of \(settings.maxSubscribers) live streams"),
                                    headers: [("Retry-After", "5")])
         }
-        let stream = EventStream(request: request, resources: resources, framing: framing, headers: headers, frames: frames) { [unowned self] closed in
+        let stream = EventStream(request: request, resources: resources, framing: framing, updates: updates, headers: headers, frames: frames) {
+            [unowned self] closed in
             streams[ObjectIdentifier(closed)] = nil
             for feed in closed.feeds { forget(feed) }
         }
