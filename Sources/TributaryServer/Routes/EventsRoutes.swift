@@ -12,10 +12,16 @@ import HTTPServer
 /// resource's parameters (as its own route checks them, with the same status), and `Accept`:
 /// a stream is all this endpoint serves, so an `Accept` that rules `text/event-stream` out is
 /// 406 `not_acceptable`, while none, `*/*` or `text/*` gets the stream (as `curl -N` expects).
+///
+/// A token is required if any resource asked for requires one, with every scope any needs;
+/// the stream opens counts against the limit of each resource (each limit once).
 struct EventsRoutes {
     /// Each resource's factory of live views, by name.
     let views: [String: LiveViewFactory]
     let streams: EventStreamHub
+    let gate: AccessGate
+    /// Each resource's access, by name.
+    let accesses: [String: Configuration.ResourceAccess]
 
     func register(in router: inout Router<Route>) {
         let known = Set(views.keys)
@@ -32,18 +38,27 @@ struct EventsRoutes {
                 return request.respond(HTTPError(status: 406, code: "not_acceptable",
                                                  message: "/events answers text/event-stream only, and Accept rules it out"))
             }
-            var resources: [StreamedResource] = []
-            for subscription in query.subscriptions {
-                let factory = views[subscription.resource]!
-                switch factory.make(request, subscription.parameters) {
-                case .success(let view):
-                    resources.append(StreamedResource(name: subscription.resource, view: view, isPrivate: !factory.varyingHeaders.isEmpty))
-                case .failure(var error):
-                    error.message = "resource \(subscription.resource): \(error.message)"
-                    return request.respond(error)
-                }
-            }
-            streams.open(request, carrying: resources, framing: .multiplexed)
+            let policy = AccessPolicy(label: "events", accesses: query.subscriptions.compactMap { accesses[$0.resource] })
+            if policy.authRequired { request.responseHeaders.append(("Vary", "Authorization")) }
+            guard !gate.isOpen(policy) else { return open(request, query, as: nil) }
+            gate.admit(request, policy) { credential in open(request, query, as: credential) }
         }
+    }
+
+    /// Opens the stream of `query`'s resources for the holder of `credential`, each view
+    /// made first (a refused parameter answers, and nothing is subscribed).
+    private func open(_ request: ServerRequest, _ query: EventsQuery, as credential: Credential?) {
+        var resources: [StreamedResource] = []
+        for subscription in query.subscriptions {
+            let factory = views[subscription.resource]!
+            switch factory.make(request, subscription.parameters, credential) {
+            case .success(let view):
+                resources.append(StreamedResource(name: subscription.resource, view: view, isPrivate: !factory.varyingHeaders.isEmpty))
+            case .failure(var error):
+                error.message = "resource \(subscription.resource): \(error.message)"
+                return request.respond(error)
+            }
+        }
+        streams.open(request, carrying: resources, framing: .multiplexed, credential: credential)
     }
 }
