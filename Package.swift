@@ -233,6 +233,9 @@ let package = Package(
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 // deploy/compose.yaml read as Docker Compose reads it (DeployFilesTests).
                 .product(name: "Yams", package: "Yams"),
+                // Tokens signed in the tests, with keys made in the tests (TestTokens).
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),

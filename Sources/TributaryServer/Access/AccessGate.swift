@@ -67,10 +67,10 @@ final class AccessGate {
     /// Nil without `auth.jwt`: no token is read.
     let verifier: TokenVerifier?
     private let local: LocalRateLimiter
-    /// Made when a limit is first decided in a fleet (nil: alone).
-    private lazy var fleet: FleetRateLimiter? = makeFleet()
+    /// The fleet's limits (nil: alone, or no limit decided yet): made at start when a
+    /// limit is configured, else when one is first decided (a reload may add one).
+    private var fleetLimiter: FleetRateLimiter?
     private let makeFleet: () -> FleetRateLimiter?
-    private let hasher: IdentityHasher
     let quota: StreamQuota
     /// `server.trustedProxies` and `server.maxStreamsPerClient`, as the last reload said.
     var trustedProxies: [AddressRange]
@@ -78,8 +78,7 @@ final class AccessGate {
     private var counters: [String: Counter] = [:]
 
     init(
-        loop: EventLoop, verifier: TokenVerifier?, local: LocalRateLimiter, hasher: IdentityHasher, quota: StreamQuota,
-        configuration: Configuration
+        loop: EventLoop, verifier: TokenVerifier?, local: LocalRateLimiter, quota: StreamQuota, configuration: Configuration
     ) {
         self.loop = loop
         self.verifier = verifier
@@ -88,11 +87,19 @@ final class AccessGate {
         makeFleet = {
             cluster.map { FleetRateLimiter(redis: $0.redis, keyPrefix: $0.keyPrefix, loop: loop, local: local) }
         }
-        self.hasher = hasher
         self.quota = quota
         trustedProxies = configuration.server.trustedProxies
         streamsPerClient = configuration.streamsPerClient
+        if configuration.streamsPerClient != nil { fleetLimiter = makeFleet() }
     }
+
+    private var fleet: FleetRateLimiter? {
+        if fleetLimiter == nil { fleetLimiter = makeFleet() }
+        return fleetLimiter
+    }
+
+    /// Whether limits are decided through the fleet's Redis now.
+    var isFleetConnected: Bool { fleetLimiter?.isConnected ?? false }
 
     /// Whether a request under `policy` is served as it comes: no token to read, no limit.
     func isOpen(_ policy: AccessPolicy) -> Bool {
@@ -169,10 +176,11 @@ final class AccessGate {
         return "ip:" + ClientAddress.of(request, trusting: trustedProxies)
     }
 
-    /// How Redis names the client: a keyed hash, never an address or a subject.
+    /// How Redis names the client: a digest of its subject or address (never the subject or
+    /// address itself), the same on every replica.
     private func digest(of client: String, _ credential: Credential?) -> String {
-        if let credential, client.hasPrefix("sub:") { return credential.subjectIdentity.digest }
-        return hasher.identity(subject: nil, headers: [("client", client)]).digest
+        let name = if let credential, client.hasPrefix("sub:") { "sub:" + credential.subject } else { client }
+        return Digest.sha256Hex(Array(name.utf8))
     }
 
     private func counter(_ label: String) -> Counter {

@@ -8,8 +8,8 @@ import Redis
 /// stay on, per replica. One per worker, on its loop, with a Redis connection of its own
 /// (a decision never hops threads). Loop-confined.
 ///
-/// A client is named in Redis by a keyed hash (its identity's digest, or its address
-/// hashed the same way), never by its address or token.
+/// A client is named in Redis by a digest of its subject or address, never by either itself
+/// or by its token.
 final class FleetRateLimiter {
     /// How long a decision may take before the local limiter decides instead.
     static let decisionTimeout: Duration = .milliseconds(250)
