@@ -191,6 +191,26 @@ struct AuthTests {
         await world.stop()
     }
 
+    @Test("/openapi.json declares the bearer scheme, required on a protected resource, with its 401 and 403")
+    func openAPI() async throws {
+        let world = try await World.start(groupsAuth: "auth: {scopes: [groups:read]}")
+        let document = try #require(try await world.service.get("/openapi.json").json() as? [String: Any])
+        let schemes = (document["components"] as? [String: Any])?["securitySchemes"] as? [String: Any]
+        let bearer = try #require(schemes?["bearerToken"] as? [String: Any])
+        #expect(bearer["scheme"] as? String == "bearer" && bearer["bearerFormat"] as? String == "JWT")
+        let paths = try #require(document["paths"] as? [String: Any])
+        let groups = try #require((paths["/groups"] as? [String: Any])?["get"] as? [String: Any])
+        #expect((groups["security"] as? [[String: Any]])?.map { Array($0.keys) } == [["bearerToken"]])
+        let responses = try #require(groups["responses"] as? [String: Any])
+        #expect(responses["401"] != nil && responses["403"] != nil)
+        // Stream control takes a token when the stream was opened with one: optional.
+        let trigger = try #require((paths["/streams/{id}/triggers/{name}"] as? [String: Any])?["post"] as? [String: Any])
+        #expect((trigger["security"] as? [[String: Any]])?.map { Array($0.keys) } == [[], ["bearerToken"]])
+        let text = try await world.service.get("/openapi.json").text
+        #expect(!text.contains(TestTokens.secret))
+        await world.stop()
+    }
+
     @Test("two subjects never share a pipeline: each subject's identity keys its own")
     func identities() async throws {
         let world = try await World.start()

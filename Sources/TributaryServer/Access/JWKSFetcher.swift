@@ -24,9 +24,8 @@ final class JWKSFetcher {
     private var isFetching = false
     /// What waits for the fetch in flight (tokens with an unknown `kid`).
     private var waiting: [@Sendable () -> Void] = []
-    private var lastFetch: ContinuousClock.Instant?
-    /// Fetches made, successful or not (for tests and the log).
-    private(set) var fetches = 0
+    /// When a token's unknown `kid` last made a fetch (the periodic ones do not count).
+    private var lastRefetch: ContinuousClock.Instant?
 
     init(url: BaseURL, every interval: Duration, keys: TokenKeys, loop: EventLoop, logger: Logger) {
         self.url = url
@@ -44,11 +43,12 @@ final class JWKSFetcher {
         inFlight?.cancel()
     }
 
-    /// A token names `kid`, which no key has: fetch again unless one was made within
-    /// ``refetchInterval``; `done` runs once the fetch ended (at once when none is made).
+    /// A token names `kid`, which no key has: fetch again unless an unknown `kid` made one
+    /// within ``refetchInterval``; `done` runs once the fetch ended (at once when none is made).
     func refetch(for kid: String, _ done: @escaping @Sendable () -> Void) {
         if isFetching { return waiting.append(done) }
-        if let lastFetch, ContinuousClock.now - lastFetch < Self.refetchInterval { return done() }
+        if let lastRefetch, ContinuousClock.now - lastRefetch < Self.refetchInterval { return done() }
+        lastRefetch = .now
         waiting.append(done)
         fetch()
     }
@@ -56,8 +56,6 @@ final class JWKSFetcher {
     private func fetch() {
         guard !isFetching else { return }
         isFetching = true
-        lastFetch = .now
-        fetches += 1
         let request = UpstreamRequest(
             base: url, path: url.path.isEmpty ? "/" : "", headers: [("Accept", "application/json")], timeout: Self.timeout,
             maxResponseBytes: Self.maxBytes)

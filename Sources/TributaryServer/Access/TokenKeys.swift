@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Aggregation
 import JWTKit
 import Synchronization
 
@@ -126,14 +127,14 @@ final class TokenKeys: Sendable {
 
     /// jwt-kit's verifiers for the keys of a JWKS document that name a `kid` and are for
     /// RS256, ES256 or EdDSA (said by their `alg`, or by their type when they have none);
-    /// others (symmetric keys, encryption keys, other algorithms) are left out. Throws when
-    /// the document is not a key set.
+    /// others (symmetric keys, encryption keys, other algorithms, keys jwt-kit cannot read)
+    /// are left out, one by one. Throws when the document is not a key set.
     static func make(jwks document: [UInt8]) async throws -> [Key] {
-        let set = try JSONDecoder().decode(JWKS.self, from: Data(document))
+        guard let entries = try JSON(parsing: document)["keys"]?.arrayValue else { throw JWKSError() }
         let collection = JWTKeyCollection()
         var made: [Key] = []
-        for jwk in set.keys {
-            guard let kid = jwk.keyIdentifier, let algorithm = signingAlgorithm(of: jwk) else { continue }
+        for entry in entries {
+            guard let jwk = try? JSONDecoder().decode(JWK.self, from: Data(entry.serialized)), let kid = jwk.keyIdentifier, let algorithm = signingAlgorithm(of: jwk) else { continue }
             guard (try? await collection.add(jwk: jwk)) != nil,
                   let verifier = try? await collection.getKey(for: kid, alg: algorithm), verifier.name == algorithm else { continue }
             made.append(Key(kid: kid.string, verifier: verifier))
@@ -154,3 +155,6 @@ final class TokenKeys: Sendable {
         }
     }
 }
+
+/// A JWKS document without a `keys` array.
+struct JWKSError: Error {}

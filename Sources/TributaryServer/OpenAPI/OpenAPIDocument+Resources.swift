@@ -64,7 +64,8 @@ extension OpenAPIDocument {
                 headers: Self.staleHeaders(resource))],
             errors: errors + [
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "an event stream asked for at `sse.maxSubscribers` streams"),
-            ])
+            ] + accessErrors([configuration.access(of: name)], streams: true),
+            security: bearerSecurity([configuration.access(of: name)]))
     }
 
     /// `Age` and `Tributary-Stale`, which a JSON answer carries when it is the last good
@@ -210,6 +211,7 @@ extension OpenAPIDocument {
                                   when: "a resource asked for twice or more than 16, a parameter without a dot, or for a resource not asked for"),
                 OpenAPI.ErrorCase(status: 404, code: nil, when: "no resource of that name"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "the worker is at `sse.maxSubscribers` streams"),
-            ])
+            ] + accessErrors(names.map { configuration.access(of: $0) }, streams: true),
+            security: bearerSecurity(names.map { configuration.access(of: $0) }))
     }
 }

@@ -11,6 +11,9 @@
 /// requests issued side by side may travel on different connections and arrive out of order,
 /// and then an older value would win.
 ///
+/// With auth on, the page's requests carry the token as the `tributary_token` cookie: open it
+/// as `/#access_token=<token>` once (or set the cookie otherwise).
+///
 /// For tests and curious humans, `<body>` carries `data-state` (`connecting`, `live`,
 /// `reconnecting`) and `data-updates` (group snapshots received); `#results` carries
 /// `data-query` (the query the results shown answer).
@@ -233,6 +236,15 @@ enum IndexPage {
       },
     };
     $("q").addEventListener("input", (event) => search.type(event.target.value));
+
+    // With auth on: a token given as `/#access_token=T` becomes the `tributary_token`
+    // cookie, which EventSource and fetch send by themselves; the fragment never reaches a
+    // server or its log, and is taken out of the address bar.
+    const given = new URLSearchParams(location.hash.slice(1)).get("access_token");
+    if (given) {
+      document.cookie = `tributary_token=${encodeURIComponent(given)}; path=/; SameSite=Strict`;
+      history.replaceState(null, "", location.pathname + location.search);
+    }
 
     const views = { groups, rows, search };
     const events = new EventSource("/events?resource=groups&resource=rows&resource=search");
