@@ -153,6 +153,17 @@ let package = Package(
             path: "Benchmarks/FoundationBench",
             swiftSettings: strictSettings
         ),
+        /// One bearer token's verification per algorithm, cold and cached (Benchmarks/README.md).
+        .executableTarget(
+            name: "AuthBench",
+            dependencies: [
+                "TributaryServer",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Benchmarks/AuthBench",
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "RiversBenchmarks",
             dependencies: ["Rivers", .product(name: "OpenCombine", package: "OpenCombine")],

@@ -13,8 +13,9 @@ import HTTPServer
 /// a stream is all this endpoint serves, so an `Accept` that rules `text/event-stream` out is
 /// 406 `not_acceptable`, while none, `*/*` or `text/*` gets the stream (as `curl -N` expects).
 ///
-/// A token is required if any resource asked for requires one, with every scope any needs;
-/// the stream opens counts against the limit of each resource (each limit once).
+/// A token is required if any resource asked for requires one (for a query that cannot be
+/// read: if any resource does), with every scope any needs, before anything else is answered;
+/// the stream's opening counts against the limit of each resource (each limit once).
 struct EventsRoutes {
     /// Each resource's factory of live views, by name.
     let views: [String: LiveViewFactory]
@@ -28,20 +29,33 @@ struct EventsRoutes {
         router.add(.get, "/events") { request in
             // What it answers depends on Accept too: the stream, or 406.
             request.servesResource()
-            let query: EventsQuery
+            let query: Result<EventsQuery, HTTPError>
             do throws(HTTPError) {
-                query = try EventsQuery(QueryString.pairs(request.query ?? ""), known: known)
+                query = .success(try EventsQuery(QueryString.pairs(request.query ?? ""), known: known))
             } catch {
-                return request.respond(error)
+                query = .failure(error)
             }
+            // A query that names no resource it can be sure of answers as every resource
+            // would: a token first where any needs one (as the document declares).
+            let names = (try? query.get()).map { $0.subscriptions.map(\.resource) } ?? Array(known)
+            let policy = AccessPolicy(label: "events", accesses: names.sorted().compactMap { accesses[$0] })
+            if policy.authRequired { request.responseHeaders.append(("Vary", "Authorization")) }
+            guard !gate.isOpen(policy) else { return serve(request, query, as: nil) }
+            gate.admit(request, policy) { credential in serve(request, query, as: credential) }
+        }
+    }
+
+    /// Once admitted: the query's error, 406, or the stream.
+    private func serve(_ request: ServerRequest, _ query: Result<EventsQuery, HTTPError>, as credential: Credential?) {
+        switch query {
+        case .failure(let error):
+            request.respond(error)
+        case .success(let query):
             guard request.admitsEventStream else {
                 return request.respond(HTTPError(status: 406, code: "not_acceptable",
                                                  message: "/events answers text/event-stream only, and Accept rules it out"))
             }
-            let policy = AccessPolicy(label: "events", accesses: query.subscriptions.compactMap { accesses[$0.resource] })
-            if policy.authRequired { request.responseHeaders.append(("Vary", "Authorization")) }
-            guard !gate.isOpen(policy) else { return open(request, query, as: nil) }
-            gate.admit(request, policy) { credential in open(request, query, as: credential) }
+            open(request, query, as: credential)
         }
     }
 
