@@ -39,6 +39,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         // MARK: - libevent: the loop, the HTTP server, the upstream client
@@ -130,6 +131,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // JWT verification (Access/): the keys, the parser, the signature checks.
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             // config/tributary.yaml, through a symbolic link, compiled in (ShippedConfiguration).
             resources: [.embedInCode("Configuration/shipped.yaml")],
@@ -148,6 +151,17 @@ let package = Package(
             name: "FoundationBench",
             dependencies: ["Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient"],
             path: "Benchmarks/FoundationBench",
+            swiftSettings: strictSettings
+        ),
+        /// One bearer token's verification per algorithm, cold and cached (Benchmarks/README.md).
+        .executableTarget(
+            name: "AuthBench",
+            dependencies: [
+                "TributaryServer",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Benchmarks/AuthBench",
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -231,6 +245,9 @@ let package = Package(
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 // deploy/compose.yaml read as Docker Compose reads it (DeployFilesTests).
                 .product(name: "Yams", package: "Yams"),
+                // Tokens signed in the tests, with keys made in the tests (TestTokens).
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),

@@ -22,6 +22,13 @@ public final class ProcessShares: Sendable {
     let directory: StreamDirectory
     /// This replica's place in the fleet (nil without `cluster.redis`).
     let cluster: ClusterLink?
+    /// Verifies bearer tokens, keeping those verified (nil without `auth.jwt`).
+    let tokens: TokenVerifier?
+    /// Fetches the JWKS on the home loop (nil without `auth.jwt.jwks`).
+    let jwks: LoopBound<JWKSFetcher>?
+    /// The process's rate limits (a fleet's while Redis is away), and its clients' streams.
+    let rateLimits = LocalRateLimiter()
+    let streamQuota = StreamQuota()
 
     /// The shares of a process serving `configuration`; on `home`, which they are made on.
     public init(configuration: Configuration, home: EventLoop, logger: Logger) {
@@ -39,5 +46,32 @@ public final class ProcessShares: Sendable {
         cluster = configuration.cluster.map { settings in
             ClusterLink(agent: LoopBound(ClusterAgent(settings: settings, loop: home, directory: directory, logger: logger), loop: home))
         }
+        guard let jwt = configuration.auth.jwt else {
+            tokens = nil
+            jwks = nil
+            return
+        }
+        let verified = VerifiedTokens()
+        let keys = TokenKeys(expectsJWKS: jwt.jwks != nil) { verified.removeAll() }
+        let configured = jwt.keys
+        // jwt-kit makes its verifiers on a task (its key collection is an actor); tokens
+        // wait for them (TokenKeys.whenLoaded).
+        Task {
+            do {
+                keys.setConfigured(try await TokenKeys.make(configured))
+            } catch {
+                logger.error("auth: a key of auth.jwt.keys could not be used; tokens are verified without the file's keys")
+                keys.setConfigured([])
+            }
+        }
+        let fetcher = jwt.jwks.map { url in
+            LoopBound(JWKSFetcher(url: url, every: jwt.jwksRefresh, keys: keys, loop: home, logger: logger), loop: home)
+        }
+        jwks = fetcher
+        var refetch: (@Sendable (String, @escaping @Sendable () -> Void) -> Void)?
+        if let fetcher {
+            refetch = { kid, done in fetcher.loop.execute { fetcher.value.refetch(for: kid, done) } }
+        }
+        tokens = TokenVerifier(settings: jwt, keys: keys, tokens: verified, hasher: identities, refetch: refetch)
     }
 }

@@ -30,6 +30,8 @@ public final class Worker {
     private var cors: CORSPolicy
     private let observer: RequestObserver
     private let connections: ConnectionObserver
+    /// Tokens and rate limits, for every route that reads them.
+    let gate: AccessGate
     private var router = Router<Route>()
     private var shutdown: (done: () -> Void, deadline: LoopTimer)?
     private var drainCheck: LoopTimer?
@@ -47,6 +49,10 @@ public final class Worker {
         pipelines = WorkerPipelines(loop: loop, registry: shares.pipelines)
         streams = EventStreamHub(loop: loop, settings: configuration.sse, directory: shares.directory, cluster: shares.cluster)
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
+        gate = AccessGate(
+            loop: loop, verifier: shares.tokens, local: shares.rateLimits, quota: shares.streamQuota,
+            configuration: configuration)
+        streams.gate = gate
         observer = RequestObserver(logger: logger)
         connections = ConnectionObserver(logger: logger)
         server = try HTTPServer(loop: loop, limits: configuration.server.limits) { _ in }
@@ -106,6 +112,8 @@ public final class Worker {
         let definition: Configuration.ResourceDefinition
         let register: (inout Router<Route>) -> Void
         let liveViews: LiveViewFactory
+        /// Its access policy, which a reload updates in place.
+        let door: ResourceDoor
     }
 
     /// The resources served now, by name.
@@ -126,6 +134,8 @@ public final class Worker {
         self.configuration = configuration
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         admin.token = configuration.server.adminToken
+        gate.trustedProxies = configuration.server.trustedProxies
+        gate.streamsPerClient = configuration.streamsPerClient
         if loop === shares.home { shares.staleSnapshots.budget = configuration.server.staleIfErrorBytes }
         registerRoutes()
     }
@@ -149,8 +159,12 @@ public final class Worker {
         }
         streams.end(endings)
         if loop === shares.home { for name in endings.keys { shares.pipelines.forgetIdle(of: name) } }
-        for name in configuration.resources.keys.sorted() where mounted[name] == nil {
-            mounted[name] = mount(name)
+        for name in configuration.resources.keys.sorted() {
+            if let kept = mounted[name] {
+                kept.door.policy = AccessPolicy(resource: name, configuration)
+            } else {
+                mounted[name] = mount(name)
+            }
         }
         if loop === shares.home {
             // Weakly: a pipeline first followed after this worker stopped ends at once.
@@ -158,8 +172,13 @@ public final class Worker {
         }
         var router = Router<Route>()
         for name in mounted.keys.sorted() { mounted[name]!.register(&router) }
-        EventsRoutes(views: mounted.mapValues(\.liveViews), streams: streams).register(in: &router)
-        StreamControlRoutes(directory: shares.directory, cluster: shares.cluster, loop: loop).register(in: &router)
+        EventsRoutes(
+            views: mounted.mapValues(\.liveViews), streams: streams, gate: gate,
+            accesses: Dictionary(uniqueKeysWithValues: mounted.keys.map { ($0, configuration.access(of: $0)) })
+        ).register(in: &router)
+        StreamControlRoutes(
+            directory: shares.directory, cluster: shares.cluster, loop: loop, gate: gate, policy: .streamControl(configuration)
+        ).register(in: &router)
         OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
         self.router = router
     }
@@ -172,28 +191,30 @@ public final class Worker {
         let requests: ResourceRequestReader
         do {
             requests = try ResourceRequestReader(
-                resource: name, routing: resource.routing, forwarding: upstream.forwardedHeaderNames, hasher: shares.identities)
+                resource: name, routing: resource.routing, forwarding: upstream.forwardedHeaderNames,
+                authRequired: configuration.access(of: name).authRequired, hasher: shares.identities)
         } catch {
             preconditionFailure("resources.\(name).parameters: the configuration checked every pattern, yet \(error)")
         }
         let answers = JSONAnswers(
             resource: name, settings: resource.answers, privately: requests.isPerIdentity, staleSnapshots: shares.staleSnapshots)
+        let door = ResourceDoor(gate: gate, policy: AccessPolicy(resource: name, configuration))
         switch resource {
         case .list(let settings):
             let routes = ListResourceRoutes(
                 name: name, settings: settings, definition: definition, upstream: upstream, requests: requests, pipelines: pipelines,
-                reload: reloader(of: name), streams: streams, admin: admin, answers: answers)
-            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews)
+                reload: reloader(of: name), streams: streams, admin: admin, answers: answers, door: door)
+            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews, door: door)
         case .pages(let settings):
             let routes = PagedListRoutes(
                 name: name, settings: settings, upstream: upstream, requests: requests, streams: streams, reload: reloader(of: name),
-                admin: admin, answers: answers)
-            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews)
+                admin: admin, answers: answers, door: door)
+            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews, door: door)
         case .search(let settings):
             let routes = SearchRoutes(
                 name: name, settings: settings, upstream: upstream, requests: requests, streams: streams,
-                scheduler: EventLoopScheduler(loop: loop), answers: answers)
-            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews)
+                scheduler: EventLoopScheduler(loop: loop), answers: answers, door: door)
+            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews, door: door)
         }
     }
 

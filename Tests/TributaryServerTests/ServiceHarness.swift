@@ -72,6 +72,12 @@ final class ServiceHarness: Sendable {
         try await SSEClient(port: port, path: path, headers: headers, receiveBuffer: receiveBuffer)
     }
 
+    /// Runs `body` with the worker, on its loop.
+    func withWorker<Result: Sendable>(_ body: @escaping @Sendable (Worker) -> Result) async throws -> Result {
+        let worker = self.worker
+        return try await thread.run { _ in body(worker.value) }
+    }
+
     func stop() async {
         let worker = self.worker
         await thread.stop { worker.release() }

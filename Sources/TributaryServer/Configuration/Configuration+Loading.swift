@@ -43,11 +43,12 @@ extension Configuration {
     static let logLevels: Set<String> = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     private init(yaml root: YAMLSection, environment: [String: String]) throws(ConfigurationError) {
-        try root.allowOnly(["server", "sse", "cluster", "upstreams", "resources"])
+        try root.allowOnly(["server", "sse", "cluster", "upstreams", "resources", "auth"])
         if let section = try root.section("server") {
             try section.allowOnly([
                 "listen", "workers", "logLevel", "requestTimeout", "maxHeaderBytes", "maxBodyBytes", "maxConnections",
                 "shutdownTimeout", "adminToken", "corsOrigins", "staleIfErrorBytes", "maxIdentities",
+                "rateLimit", "trustedProxies", "maxStreamsPerClient",
             ])
             if let text = try section.string("listen") {
                 guard let address = ListenAddress(text) else {
@@ -68,6 +69,12 @@ extension Configuration {
             server.corsOrigins = try section.strings("corsOrigins") ?? server.corsOrigins
             server.staleIfErrorBytes = try section.integer("staleIfErrorBytes", atLeast: 0) ?? server.staleIfErrorBytes
             server.maxIdentities = try section.integer("maxIdentities", atLeast: 1) ?? server.maxIdentities
+            server.rateLimit = try section.section("rateLimit").map { section throws(ConfigurationError) in try Self.rateLimit(section) }
+            server.trustedProxies = try Self.trustedProxies(section) ?? server.trustedProxies
+            server.maxStreamsPerClient = try section.integer("maxStreamsPerClient", atLeast: 1)
+        }
+        if let section = try root.section("auth") {
+            auth = try Self.auth(section, environment: environment)
         }
         if let section = try root.section("sse") {
             try section.allowOnly(["heartbeat", "retry", "sendBuffer", "maxSubscribers"])
@@ -126,6 +133,7 @@ extension Configuration {
         }
         for (name, section) in try root.section("resources")?.namedSections() ?? [] {
             resources[name] = try Self.resource(section, named: name)
+            resourceAccess[name] = try Self.resourceAccess(section)
         }
     }
 
@@ -136,7 +144,7 @@ extension Configuration {
         let declared = Set(routing.parameters.map(\.name))
         switch kind {
         case "list":
-            try section.allowOnly(answerKeys.union(routingKeys).union([
+            try section.allowOnly(answerKeys.union(routingKeys).union(accessKeys).union([
                 "kind", "upstream", "list", "details", "concurrency", "refreshInterval", "onItemFailure", "maxLivePipelines",
             ]))
             let list = try section.requiredSection("list")
@@ -162,7 +170,7 @@ extension Configuration {
             settings.answers = answers
             return .list(settings)
         case "pages":
-            try section.allowOnly(answerKeys.union(routingKeys).union([
+            try section.allowOnly(answerKeys.union(routingKeys).union(accessKeys).union([
                 "kind", "upstream", "list", "pages", "row", "concurrency", "loadMoreArgument",
             ]))
             let list = try section.requiredSection("list")
@@ -184,7 +192,7 @@ extension Configuration {
             settings.answers = answers
             return .pages(settings)
         case "search":
-            try section.allowOnly(answerKeys.union(routingKeys).union([
+            try section.allowOnly(answerKeys.union(routingKeys).union(accessKeys).union([
                 "kind", "upstream", "path", "parameter", "items", "minimumLength", "debounce",
             ]))
             let queryParameter = try section.string("parameter") ?? "q"
@@ -503,6 +511,7 @@ extension Configuration {
     }
 
     private func validate(file: String) throws(ConfigurationError) {
+        try validateAccess(file: file)
         if clusterWithoutRedis != nil {
             throw ConfigurationError("\(file): cluster.redis", "required: where the fleet's Redis is (or TRIBUTARY_REDIS_URL, --redis)")
         }

@@ -19,6 +19,8 @@ extension Configuration {
         ("server.maxIdentities", { $0.server.maxIdentities != $1.server.maxIdentities }),
         ("sse", { $0.sse != $1.sse }),
         ("cluster", { $0.cluster != $1.cluster }),
+        // The keys, the key set's fetcher and the verified tokens are made once, at start.
+        ("auth.jwt", { $0.auth.jwt != $1.auth.jwt }),
     ]
 
     /// The keys of ``restartOnlySettings`` whose value in `self` differs from `running`'s.
@@ -27,8 +29,9 @@ extension Configuration {
     }
 
     /// `self` with the restart-only settings of `running`: what a reload applies. Everything
-    /// else (`upstreams`, `resources`, `server.adminToken`, `server.corsOrigins`,
-    /// `server.staleIfErrorBytes`) is `self`'s.
+    /// else (`upstreams`, `resources`, `auth.required`, `server.adminToken`, `server.corsOrigins`,
+    /// `server.staleIfErrorBytes`, `server.rateLimit`, `server.trustedProxies`,
+    /// `server.maxStreamsPerClient`) is `self`'s.
     public func keepingRestartOnlySettings(of running: Configuration) -> Configuration {
         var applied = self
         let (adminToken, corsOrigins, staleIfErrorBytes) = (server.adminToken, server.corsOrigins, server.staleIfErrorBytes)
@@ -36,6 +39,10 @@ extension Configuration {
         applied.server.adminToken = adminToken
         applied.server.corsOrigins = corsOrigins
         applied.server.staleIfErrorBytes = staleIfErrorBytes
+        applied.server.rateLimit = server.rateLimit
+        applied.server.trustedProxies = server.trustedProxies
+        applied.server.maxStreamsPerClient = server.maxStreamsPerClient
+        applied.auth.jwt = running.auth.jwt
         applied.sse = running.sse
         applied.cluster = running.cluster
         applied.clusterWithoutRedis = nil
@@ -52,12 +59,18 @@ extension Configuration {
         let pool = UpstreamSettings(url: upstream.url)
         upstream.poolSize = pool.poolSize
         upstream.maxQueue = pool.maxQueue
-        return ResourceDefinition(resource: resource, upstream: upstream)
+        let access = access(of: name)
+        return ResourceDefinition(resource: resource, upstream: upstream, authRequired: access.authRequired, scopes: access.scopes)
     }
 
     /// A resource's settings with those of the upstream it calls, pool limits left out.
     public struct ResourceDefinition: Equatable, Sendable {
         public let resource: Resource
         public let upstream: UpstreamSettings
+        /// Who may see it (`auth`): a stream opened without a token, or with one lacking a
+        /// scope, must not outlive a reload that requires it. (Rate limits are not part of
+        /// it: a reload changes them in place.)
+        public let authRequired: Bool
+        public let scopes: [String]
     }
 }

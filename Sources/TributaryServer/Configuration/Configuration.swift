@@ -18,6 +18,11 @@ public struct Configuration: Sendable {
     var clusterSecretFromEnvironment: ClusterSecret?
     public var upstreams: [String: UpstreamSettings] = [:]
     public var resources: [String: Resource] = [:]
+    /// `auth:` — bearer tokens (JWT) and the default of every resource's `auth.required`.
+    public var auth = Auth()
+    /// `resources.<name>.auth` and `.rateLimit`, by resource name (those that set neither
+    /// are absent): see ``access(of:)`` for what applies.
+    public var resourceAccess: [String: ResourceAccessSettings] = [:]
 
     public init() {}
 
@@ -68,6 +73,14 @@ public struct Configuration: Sendable {
         /// `staleIfErrorBytes`: what the whole process may keep of last good documents for
         /// `staleIfError`; beyond it, those fetched longest ago are dropped.
         public var staleIfErrorBytes = 64 * 1024 * 1024
+        /// `rateLimit: {rate, burst, by}`: every resource's limit unless its own says
+        /// otherwise, stream control's too; nil: no limit.
+        public var rateLimit: RateLimit?
+        /// `trustedProxies`: the proxies (CIDRs) whose `X-Forwarded-For` names the client.
+        public var trustedProxies: [AddressRange] = []
+        /// `maxStreamsPerClient`: open streams of one client in the process; nil unless set
+        /// or a rate limit is configured (then 32).
+        public var maxStreamsPerClient: Int?
 
         public init() {}
 

@@ -18,7 +18,8 @@ enum OpenAPI {
         var answers: [Answer]
         /// The errors it may answer, beyond those of every request (``ErrorCase/everyRequest``).
         var errors: [ErrorCase] = []
-        /// The security schemes it needs (the admin token), when one is configured.
+        /// The security schemes it needs (the admin token, a bearer token), when one is
+        /// configured; `""` is the empty requirement (the others are optional).
         var security: [String] = []
 
         var json: JSON {
@@ -33,7 +34,7 @@ enum OpenAPI {
             let statuses = answers.map { (String($0.status), $0.json) } + ErrorCase.responses(for: ErrorCase.everyRequest + errors)
             members.append(("responses", .object(statuses.map { (key: $0.0, value: $0.1) })))
             if !security.isEmpty {
-                members.append(("security", .array(security.map { .object([(key: $0, value: .array([]))]) })))
+                members.append(("security", .array(security.map { $0.isEmpty ? .object([]) : .object([(key: $0, value: .array([]))]) })))
             }
             return .object(members)
         }
@@ -138,6 +139,12 @@ enum OpenAPI {
                     members.append(("headers", .object([("WWW-Authenticate", header("`Bearer`: the scheme to use", required: true))])))
                 case 503:
                     members.append(("headers", .object([("Retry-After", header("seconds to wait before trying again", integer: true))])))
+                case 429:
+                    members.append(("headers", .object([
+                        ("Retry-After", header("seconds to wait before trying again", integer: true)),
+                        ("RateLimit-Policy", header("the limits the request counts against (`\"default\";q=40;w=2`)")),
+                        ("RateLimit", header("what is left of each (`\"default\";r=0;t=2`)")),
+                    ])))
                 default: break
                 }
                 members.append(("content", .object([("application/json", .object([("schema", .object(schema))]))])))

@@ -97,7 +97,8 @@ extension OpenAPIDocument {
             errors: errors + [
                 OpenAPI.ErrorCase(status: 400, code: "invalid_parameter", when: "`updates` is neither `snapshot` nor `patch`"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "an event stream asked for at `sse.maxSubscribers` streams"),
-            ])
+            ] + accessErrors([configuration.access(of: name)], streams: true),
+            security: bearerSecurity([configuration.access(of: name)]))
     }
 
     /// `updates`: whether an event stream sends each new document whole or as a patch
@@ -309,6 +310,7 @@ extension OpenAPIDocument {
                 OpenAPI.ErrorCase(status: 404, code: nil, when: "no resource of that name"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "the worker is at `sse.maxSubscribers` streams"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_pipelines", when: "a resource's parameter values or identity beyond its live pipelines"),
-            ])
+            ] + accessErrors(names.map { configuration.access(of: $0) }, streams: true),
+            security: bearerSecurity(names.map { configuration.access(of: $0) }))
     }
 }

@@ -97,7 +97,8 @@ struct OpenAPIDocument {
                                       description: "`loadMore`: the id of the item whose next page to load.",
                                       schema: .object([("type", .string("string"))]))
                 },
-            answers: [accepted], errors: controlErrors(notFound: "unknown_trigger", what: "trigger"))
+            answers: [accepted], errors: controlErrors(notFound: "unknown_trigger", what: "trigger") + controlAccessErrors,
+            security: bearerSecurity([]))
     }
 
     private var inputOperation: OpenAPI.Operation {
@@ -119,7 +120,7 @@ struct OpenAPIDocument {
             method: "put", id: "setInput", tag: .streams, summary: "Set an input of one live stream",
             description: "The stream's pipeline takes the new value (a search debounces it and cancels the search it supersedes).",
             parameters: [streamIDParameter, controlName(Self.inputNames(of: configuration), what: "input")],
-            requestBody: body, answers: [accepted], errors: errors)
+            requestBody: body, answers: [accepted], errors: errors + controlAccessErrors, security: bearerSecurity([]))
     }
 
     private var streamIDParameter: OpenAPI.Parameter {
@@ -252,14 +253,15 @@ struct OpenAPIDocument {
                 (key: Self.documentSchemaName(name), value: Self.documentSchema(resource))
             })),
         ]
+        var schemes: [(key: String, value: JSON)] = []
         if configuration.server.adminToken != nil {
-            members.append(("securitySchemes", .object([
-                (Self.adminScheme, .object([
-                    ("type", .string("http")), ("scheme", .string("bearer")),
-                    ("description", .string("`server.adminToken` (`TRIBUTARY_ADMIN_TOKEN`).")),
-                ])),
+            schemes.append((Self.adminScheme, .object([
+                ("type", .string("http")), ("scheme", .string("bearer")),
+                ("description", .string("`server.adminToken` (`TRIBUTARY_ADMIN_TOKEN`).")),
             ])))
         }
+        if let bearer = bearerSchemeEntry { schemes.append(bearer) }
+        if !schemes.isEmpty { members.append(("securitySchemes", .object(schemes))) }
         return .object(members)
     }
 

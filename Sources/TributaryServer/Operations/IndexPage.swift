@@ -16,6 +16,9 @@
 /// library) applies to the document the page keeps. A patch that does not apply (it never
 /// should) makes the page start over with a new connection, which sends every document whole.
 ///
+/// With auth on, the page's requests carry the token as the `tributary_token` cookie: open it
+/// as `/#access_token=<token>` once (or set the cookie otherwise).
+///
 /// For tests and curious humans, `<body>` carries `data-state` (`connecting`, `live`,
 /// `reconnecting`), `data-updates` (group documents shown, whole or patched) and
 /// `data-patches` (group patches applied); `#results` carries `data-query` (the query the
@@ -308,6 +311,15 @@ enum IndexPage {
       },
     };
     $("q").addEventListener("input", (event) => search.type(event.target.value));
+
+    // With auth on: a token given as `/#access_token=T` becomes the `tributary_token`
+    // cookie, which EventSource and fetch send by themselves; the fragment never reaches a
+    // server or its log, and is taken out of the address bar.
+    const given = new URLSearchParams(location.hash.slice(1)).get("access_token");
+    if (given) {
+      document.cookie = `tributary_token=${encodeURIComponent(given)}; path=/; SameSite=Strict`;
+      history.replaceState(null, "", location.pathname + location.search);
+    }
 
     const views = { groups, rows, search };
     // Each resource's document as the page has it: a snapshot replaces it, a patch changes it.

@@ -31,13 +31,15 @@ final class ListResourceRoutes {
     let streams: EventStreamHub
     let admin: AdminToken
     let answers: JSONAnswers
+    /// Who may call it, and how often.
+    let door: ResourceDoor
     /// The resource as every request without parameters or identity asks for it, made once.
     private let everyone: ListResource
 
     init(
         name: String, settings: Configuration.ListSettings, definition: Configuration.ResourceDefinition, upstream: Upstream,
         requests: ResourceRequestReader, pipelines: WorkerPipelines, reload: @escaping @Sendable () -> Void,
-        streams: EventStreamHub, admin: AdminToken, answers: JSONAnswers
+        streams: EventStreamHub, admin: AdminToken, answers: JSONAnswers, door: ResourceDoor
     ) {
         self.name = name
         self.settings = settings
@@ -49,13 +51,14 @@ final class ListResourceRoutes {
         self.streams = streams
         self.admin = admin
         self.answers = answers
+        self.door = door
         everyone = ListResource(name: name, upstream: upstream, definition: settings.definition)
     }
 
     /// How a stream of the resource gets its view: the shared pipeline of its key.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [requests, pipelines, definition, settings] request, given in
-            let asked = given.map { requests.read(request, given: $0) } ?? requests.read(request)
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [requests, pipelines, definition, settings] request, given, credential in
+            let asked = given.map { requests.read(request, given: $0, as: credential) } ?? requests.read(request, as: credential)
             return asked.flatMap { asked in
                 pipelines.view(
                     for: asked, definition: definition, refreshInterval: settings.refreshInterval,
@@ -67,17 +70,23 @@ final class ListResourceRoutes {
     func register(in router: inout Router<Route>) {
         router.add(.get, settings.routing.route) { [self] request in
             request.servesResource(varyingOn: requests.varyingHeaders)
-            if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews) }
-            if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
-            switch requests.read(request) {
-            case .success(let asked): answers.answer(request, key: asked.key) { resource(for: asked).snapshot(trace: request.traceContext) }
-            case .failure(let error): request.respond(error)
-            }
+            guard door.isOpen else { return door.admit(request) { [self] credential in serve(request, as: credential) } }
+            serve(request, as: nil)
         }
         router.add(.post, "/\(name)/reload") { [self] request in
             guard admin.authorize(request) else { return }
             reload()
             request.respond(status: 202, json: JSONWriter.object([("reloading", name)]), headers: [("Cache-Control", "no-store")])
+        }
+    }
+
+    /// `GET <route>` once admitted: the live stream, or the JSON document.
+    private func serve(_ request: ServerRequest, as credential: Credential?) {
+        if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews, credential: credential) }
+        if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
+        switch requests.read(request, as: credential) {
+        case .success(let asked): answers.answer(request, key: asked.key) { resource(for: asked).snapshot(trace: request.traceContext) }
+        case .failure(let error): request.respond(error)
         }
     }
 

@@ -24,10 +24,12 @@ final class PagedListRoutes {
     let reload: @Sendable () -> Void
     let admin: AdminToken
     let answers: JSONAnswers
+    /// Who may call it, and how often.
+    let door: ResourceDoor
 
     init(
         name: String, settings: Configuration.PagesSettings, upstream: Upstream, requests: ResourceRequestReader,
-        streams: EventStreamHub, reload: @escaping @Sendable () -> Void, admin: AdminToken, answers: JSONAnswers
+        streams: EventStreamHub, reload: @escaping @Sendable () -> Void, admin: AdminToken, answers: JSONAnswers, door: ResourceDoor
     ) {
         self.name = name
         self.settings = settings
@@ -37,13 +39,14 @@ final class PagedListRoutes {
         self.reload = reload
         self.admin = admin
         self.answers = answers
+        self.door = door
     }
 
     /// How a stream of the resource gets its view: one of its own, for its parameter values
     /// and caller.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given in
-            let asked = given.map { requests.read(request, given: $0) } ?? requests.read(request)
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given, credential in
+            let asked = given.map { requests.read(request, given: $0, as: credential) } ?? requests.read(request, as: credential)
             return asked.map { asked in
                 RowsView(resource(for: asked), argument: settings.loadMoreArgument, trace: request.traceContext)
             }
@@ -53,17 +56,23 @@ final class PagedListRoutes {
     func register(in router: inout Router<Route>) {
         router.add(.get, settings.routing.route) { [self] request in
             request.servesResource(varyingOn: requests.varyingHeaders)
-            if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews) }
-            if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
-            switch requests.read(request) {
-            case .success(let asked): answers.answer(request, key: asked.key) { resource(for: asked).firstPages(trace: request.traceContext) }
-            case .failure(let error): request.respond(error)
-            }
+            guard door.isOpen else { return door.admit(request) { [self] credential in serve(request, as: credential) } }
+            serve(request, as: nil)
         }
         router.add(.post, "/\(name)/reload") { [self] request in
             guard admin.authorize(request) else { return }
             reload()
             request.respond(status: 202, json: JSONWriter.object([("reloading", name)]), headers: [("Cache-Control", "no-store")])
+        }
+    }
+
+    /// `GET <route>` once admitted: a stream, or the JSON document.
+    private func serve(_ request: ServerRequest, as credential: Credential?) {
+        if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews, credential: credential) }
+        if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
+        switch requests.read(request, as: credential) {
+        case .success(let asked): answers.answer(request, key: asked.key) { resource(for: asked).firstPages(trace: request.traceContext) }
+        case .failure(let error): request.respond(error)
         }
     }
 

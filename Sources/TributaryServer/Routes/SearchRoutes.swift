@@ -23,10 +23,12 @@ final class SearchRoutes {
     let streams: EventStreamHub
     let scheduler: EventLoopScheduler
     let answers: JSONAnswers
+    /// Who may call it, and how often.
+    let door: ResourceDoor
 
     init(
         name: String, settings: Configuration.SearchSettings, upstream: Upstream, requests: ResourceRequestReader,
-        streams: EventStreamHub, scheduler: EventLoopScheduler, answers: JSONAnswers
+        streams: EventStreamHub, scheduler: EventLoopScheduler, answers: JSONAnswers, door: ResourceDoor
     ) {
         self.name = name
         self.settings = settings
@@ -35,13 +37,14 @@ final class SearchRoutes {
         self.streams = streams
         self.scheduler = scheduler
         self.answers = answers
+        self.door = door
     }
 
     /// How a stream of the resource gets its view: a session of its own, searching the
     /// query parameter first.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given in
-            let asked = given.map { requests.read(request, given: $0) } ?? requests.read(request)
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given, credential in
+            let asked = given.map { requests.read(request, given: $0, as: credential) } ?? requests.read(request, as: credential)
             return asked.flatMap { asked in
                 query(in: given ?? request.queryParameters).map { query in
                     SearchView(resource(for: asked), initialQuery: query, scheduler: scheduler, trace: request.traceContext)
@@ -53,19 +56,25 @@ final class SearchRoutes {
     func register(in router: inout Router<Route>) {
         router.add(.get, settings.routing.route) { [self] request in
             request.servesResource(varyingOn: requests.varyingHeaders)
-            if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews) }
-            if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
-            let asked: (request: ResourceRequest, query: String)
-            switch requests.read(request).flatMap({ asked in query(in: request.queryParameters).map { (asked, $0) } }) {
-            case .success(let found): asked = found
-            case .failure(let error): return request.respond(error)
-            }
-            // The query shapes the document as a parameter does: it is part of the run's key.
-            var values = asked.request.parameters.dictionary
-            values[settings.definition.parameter] = asked.query
-            let key = SharingKey(resource: name, parameters: ParameterValues(values), identity: asked.request.caller.identity)
-            answers.answer(request, key: key) { resource(for: asked.request).results(for: asked.query, trace: request.traceContext) }
+            guard door.isOpen else { return door.admit(request) { [self] credential in serve(request, as: credential) } }
+            serve(request, as: nil)
         }
+    }
+
+    /// `GET <route>` once admitted: a search session, or the JSON results.
+    private func serve(_ request: ServerRequest, as credential: Credential?) {
+        if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews, credential: credential) }
+        if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
+        let asked: (request: ResourceRequest, query: String)
+        switch requests.read(request, as: credential).flatMap({ asked in query(in: request.queryParameters).map { (asked, $0) } }) {
+        case .success(let found): asked = found
+        case .failure(let error): return request.respond(error)
+        }
+        // The query shapes the document as a parameter does: it is part of the run's key.
+        var values = asked.request.parameters.dictionary
+        values[settings.definition.parameter] = asked.query
+        let key = SharingKey(resource: name, parameters: ParameterValues(values), identity: asked.request.caller.identity)
+        answers.answer(request, key: key) { resource(for: asked.request).results(for: asked.query, trace: request.traceContext) }
     }
 
     /// The query in `parameters` (none is the empty query), or why it is refused.

@@ -13,16 +13,24 @@ import HTTPServer
 /// over the limit 413. Only the stream with that id is affected, on whichever worker holds it,
 /// and in a fleet on whichever replica holds it (503 `cluster_unavailable` while Redis cannot
 /// be reached, for a stream this replica does not hold).
+///
+/// A stream opened with a bearer token is controlled only with a token of the same subject:
+/// without one 401, with another subject's 403, the right id notwithstanding. A token that
+/// does not verify is 401 on any stream. Control counts against `server.rateLimit`.
 struct StreamControlRoutes {
     static let maximumInputBytes = 4096
 
     let directory: StreamDirectory
     let cluster: ClusterLink?
     let loop: EventLoop
+    let gate: AccessGate
+    let policy: AccessPolicy
 
     func register(in router: inout Router<Route>) {
         router.add(.post, "/streams/{id}/triggers/{name}") { request in
-            control(request, .trigger(request.parameters["name"] ?? "", arguments: request.queryParameters))
+            admitted(request) { subject in
+                control(request, .trigger(request.parameters["name"] ?? "", arguments: request.queryParameters), by: subject)
+            }
         }
         router.add(.put, "/streams/{id}/inputs/{name}") { request in
             guard request.body.count <= Self.maximumInputBytes else {
@@ -32,13 +40,20 @@ struct StreamControlRoutes {
             guard let value = String(validating: request.body, as: UTF8.self) else {
                 return request.respond(.badRequest("an input value must be UTF-8 text"))
             }
-            control(request, .input(request.parameters["name"] ?? "", value: value))
+            admitted(request) { subject in control(request, .input(request.parameters["name"] ?? "", value: value), by: subject) }
         }
+    }
+
+    /// Runs `body` with the subject of the request's token (its identity's digest) once the
+    /// gate lets it through.
+    private func admitted(_ request: ServerRequest, _ body: @escaping (String?) -> Void) {
+        guard !gate.isOpen(policy) else { return body(nil) }
+        gate.admit(request, policy) { credential in body(credential?.subjectIdentity.digest) }
     }
 
     /// Applies `control` to the stream on the worker, or the replica, holding it, then answers
     /// on this worker's loop.
-    private func control(_ request: ServerRequest, _ control: StreamControl) {
+    private func control(_ request: ServerRequest, _ control: StreamControl, by subject: String?) {
         let text = request.parameters["id"] ?? ""
         let unknown = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(StreamID.redacted(text[...]))")
         guard let id = StreamID(text) else { return request.respond(unknown) }
@@ -50,10 +65,10 @@ struct StreamControlRoutes {
                 request.respond(status: 202, json: JSONWriter.object([("stream", text), ("accepted", control.name)]),
                                 headers: [("Cache-Control", "no-store")])
             case .failure(let error):
-                request.respond(error)
+                request.respond(error, headers: error.status == 401 ? [("WWW-Authenticate", AuthFailure.realm)] : [])
             }
         }
-        if directory.apply(control, to: id, answeringOn: loop, answer) { return }
+        if directory.apply(control, to: id, by: subject, answeringOn: loop, answer) { return }
         guard let cluster else { return answer(.failure(unknown)) }
         cluster.forward(control, to: id, answeringOn: loop, answer)
     }

@@ -12,6 +12,10 @@ import OpenCombine
 /// A stream of `GET /events` carries several resources, each with an id of its own; to the
 /// registry, the directory, the fleet and the limits, each resource it carries counts as one
 /// live stream, as if it had a connection of its own.
+///
+/// A stream opened with a bearer token (``Credential``) belongs to the token's subject: only
+/// a token of the same subject controls it (``control(_:_:by:)``), and it ends with `event:
+/// error` `token_expired` when the token does (``StreamGrants``).
 final class EventStreamHub {
     private let settings: Configuration.EventStreams
     private let directory: StreamDirectory
@@ -26,6 +30,10 @@ final class EventStreamHub {
     private var heartbeatTimer: LoopTimer!
     private var subscriberGauges: [String: Meter] = [:]
     private let frames = EventFrameCache()
+    /// Who owns each stream, when it expires, what it holds of its client's quota.
+    private var grants: StreamGrants!
+    /// The worker's gate: its stream quota per client (nil: none).
+    var gate: AccessGate?
 
     init(loop: EventLoop, settings: Configuration.EventStreams, directory: StreamDirectory, cluster: ClusterLink? = nil) {
         self.settings = settings
@@ -37,6 +45,7 @@ final class EventStreamHub {
         heartbeatTimer.scheduleRepeating(every: settings.heartbeat)
         listing = StreamDirectory.Listing(hub: self, loop: loop)
         directory.add(listing)
+        grants = StreamGrants(loop: loop)
     }
 
     deinit {
@@ -47,33 +56,38 @@ final class EventStreamHub {
     static let receiveBuffer = 4096
 
     /// Answers `request` with an event stream of `resource` (`GET /<name>`), whose view
-    /// `views` makes from the request's query, or with the error it refused the query with
-    /// (its `updates` parameter included: ``EventUpdates``).
-    func open(_ request: ServerRequest, resource: String, views: LiveViewFactory) {
+    /// `views` makes from the request's query for the holder of `credential`, or with the
+    /// error it refused the query with (its `updates` parameter included: ``EventUpdates``).
+    func open(_ request: ServerRequest, resource: String, views: LiveViewFactory, credential: Credential? = nil) {
         let updates: EventUpdates
         do throws(HTTPError) {
             updates = try EventUpdates(parameter: request.queryParameters[EventUpdates.parameter])
         } catch {
             return request.respond(error)
         }
-        switch views.make(request, nil) {
+        switch views.make(request, nil, credential) {
         case .success(let view):
             let streamed = StreamedResource(name: resource, view: view, diff: views.diff, isPrivate: !views.varyingHeaders.isEmpty)
-            open(request, carrying: [streamed], framing: .single, updates: updates)
+            open(request, carrying: [streamed], framing: .single, updates: updates, credential: credential)
         case .failure(let error):
             request.respond(error)
         }
     }
 
     /// Answers `request` with an event stream carrying `resources` (503 when the worker would
-    /// have more than `sse.maxSubscribers` live streams). The gauge
+    /// have more than `sse.maxSubscribers` live streams; 429 `too_many_streams` when its
+    /// client would hold more than `server.maxStreamsPerClient`), opened with `credential`
+    /// (the request's verified token, if any). The gauge
     /// `tributary_sse_subscribers{resource}` counts the live streams of each resource.
     ///
     /// `HEAD` gets the stream's headers and no stream. While the service shuts down, a stream
     /// asked for on a connection still open gets its `retry:` and ends at once, with the
     /// connection: its client reconnects, to another replica or to the restarted service,
     /// instead of holding the shutdown up until its deadline.
-    func open(_ request: ServerRequest, carrying resources: [StreamedResource], framing: EventStreamFraming, updates: EventUpdates) {
+    func open(
+        _ request: ServerRequest, carrying resources: [StreamedResource], framing: EventStreamFraming, updates: EventUpdates,
+        credential: Credential? = nil
+    ) {
         let headers = resources.contains(where: \.isPrivate) ? EventStreamFormat.privateHeaders : EventStreamFormat.headers
         if request.method == .head { return request.startStream(status: 200, headers: headers) }
         if isShuttingDown {
@@ -86,11 +100,22 @@ final class EventStreamHub {
                                              message: "the server is at its limit of \(settings.maxSubscribers) live streams"),
                                    headers: [("Retry-After", "5")])
         }
+        var held: StreamGrants.Held?
+        if let gate, let limit = gate.streamsPerClient {
+            let client = gate.clientName(request, credential, by: .identity)
+            guard gate.quota.take(resources.count, for: client, limit: limit) else {
+                return request.respond(HTTPError(status: 429, code: "too_many_streams",
+                                                 message: "this client holds its limit of \(limit) live streams; close one first"))
+            }
+            held = StreamGrants.Held(quota: gate.quota, client: client, count: resources.count)
+        }
         let stream = EventStream(request: request, resources: resources, framing: framing, updates: updates, headers: headers, frames: frames) {
             [unowned self] closed in
             streams[ObjectIdentifier(closed)] = nil
+            grants.closed(closed)
             for feed in closed.feeds { forget(feed) }
         }
+        grants.opened(stream, credential: credential, holding: held)
         streams[ObjectIdentifier(stream)] = stream
         for feed in stream.feeds {
             feeds[feed.id] = feed
@@ -128,12 +153,16 @@ final class EventStreamHub {
         return meter
     }
 
-    /// Applies `control` to the view model of stream `id` and says how it went, in the words
-    /// of an HTTP answer (this worker holds the stream; see ``StreamDirectory``).
-    func control(_ id: StreamID, _ control: StreamControl) -> Result<Void, HTTPError> {
-        guard let view = feeds[id]?.view else {
+    /// Applies `control` to the view model of stream `id` for the holder of a token of
+    /// subject `subject` (its identity's digest; nil: no token) and says how it went, in the
+    /// words of an HTTP answer (this worker holds the stream; see ``StreamDirectory``). A
+    /// stream opened with a token answers 401 without one, 403 with another subject's.
+    func control(_ id: StreamID, _ control: StreamControl, by subject: String? = nil) -> Result<Void, HTTPError> {
+        guard let feed = feeds[id] else {
             return .failure(HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id.redacted)"))
         }
+        if let refusal = grants.refusal(of: feed, to: subject) { return .failure(refusal) }
+        let view = feed.view
         do {
             try control.apply(to: view)
             return .success(())

@@ -53,21 +53,22 @@ public final class StreamDirectory: Sendable {
         holders.withLock { $0[id] }
     }
 
-    /// Applies `control` to stream `id` on the loop of the worker holding it, then hands the
-    /// outcome to `answer` on `loop`. False (and `answer` never runs) when no worker of this
-    /// process holds the stream.
+    /// Applies `control` to stream `id` on the loop of the worker holding it, for the holder
+    /// of a token of subject `subject` (its identity's digest; nil: no token: see
+    /// ``EventStreamHub/control(_:_:by:)``), then hands the outcome to `answer` on `loop`.
+    /// False (and `answer` never runs) when no worker of this process holds the stream.
     func apply(
-        _ control: StreamControl, to id: StreamID, answeringOn loop: EventLoop,
+        _ control: StreamControl, to id: StreamID, by subject: String? = nil, answeringOn loop: EventLoop,
         _ answer: @escaping @Sendable (Result<Void, HTTPError>) -> Void
     ) -> Bool {
         guard let holder = listing(holding: id) else { return false }
         let gone = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id.redacted)")
         guard holder.loop !== loop else {
-            answer(holder.hub?.control(id, control) ?? .failure(gone))
+            answer(holder.hub?.control(id, control, by: subject) ?? .failure(gone))
             return true
         }
         holder.loop.execute {
-            let outcome = holder.hub?.control(id, control) ?? .failure(gone)
+            let outcome = holder.hub?.control(id, control, by: subject) ?? .failure(gone)
             loop.execute { answer(outcome) }
         }
         return true

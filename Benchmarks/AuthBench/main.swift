@@ -1,0 +1,68 @@
+// Cost of one bearer token's verification per algorithm, cold (parsed, signature checked,
+// claims read) and cached (found among the verified tokens), with the service's own verifier
+// (TributaryServer's TokenVerificationBenchmark) and keys made here (jwt-kit).
+//
+//   AuthBench [ROUNDS]    (default 2000 verifications per algorithm and kind)
+//   AuthBench sign COUNT  an ES256 key made here: its public key's PEM as a JSON string on
+//                         the first line, then COUNT tokens of it (kid bench, issuer bench,
+//                         audience tributary, an hour long), one per line (Benchmarks/auth.sh)
+import CryptoExtras
+import Foundation
+import JWTKit
+@_spi(Benchmarks) import TributaryServer
+
+struct Claims: JWTPayload {
+    var sub: String
+    var iss: String
+    var aud: String
+    var exp: Double
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "sign", let count = Int(CommandLine.arguments[2]) {
+    let key = ES256PrivateKey()
+    let keys = JWTKeyCollection()
+    await keys.add(ecdsa: key, kid: "bench")
+    print(String(decoding: try JSONEncoder().encode(key.publicKey.pemRepresentation), as: UTF8.self))
+    for client in 0..<count {
+        let claims = Claims(sub: "client-\(client)", iss: "bench", aud: "tributary", exp: Date().timeIntervalSince1970 + 3600)
+        print(try await keys.sign(claims, kid: "bench"))
+    }
+    exit(0)
+}
+
+let rounds = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 2000 : 2000
+let secret = String(repeating: "s", count: 48)
+let rsa = try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
+let es = ES256PrivateKey()
+let ed = try EdDSA.PrivateKey(curve: .ed25519)
+let signers = JWTKeyCollection()
+await signers.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: "hs")
+await signers.add(rsa: rsa, digestAlgorithm: .sha256, kid: "rs")
+await signers.add(ecdsa: es, kid: "es")
+await signers.add(eddsa: ed, kid: "ed")
+
+func quoted(_ text: String) -> String { String(decoding: try! JSONEncoder().encode(text), as: UTF8.self) }
+let yaml = """
+    auth:
+      jwt:
+        issuer: bench
+        audience: tributary
+        keys:
+          - {kid: hs, alg: HS256, secret: \(quoted(secret))}
+          - {kid: rs, alg: RS256, publicKey: \(quoted(rsa.publicKey.pemRepresentation))}
+          - {kid: es, alg: ES256, publicKey: \(quoted(es.publicKey.pemRepresentation))}
+          - {kid: ed, alg: EdDSA, publicKey: \(quoted(ed.publicKey.pemRepresentation))}
+    """
+let configuration = try Configuration.load(yaml: yaml, file: "bench.yaml")
+print("algorithm  cold (µs per token)  cached (ns per token)")
+for (kid, name) in [("hs", "HS256"), ("rs", "RS256"), ("es", "ES256"), ("ed", "EdDSA")] {
+    // 100 distinct tokens, as 100 clients would send.
+    var tokens: [String] = []
+    for client in 0..<100 {
+        let claims = Claims(sub: "client-\(client)", iss: "bench", aud: "tributary", exp: Date().timeIntervalSince1970 + 3600)
+        tokens.append(try await signers.sign(claims, kid: JWKIdentifier(string: kid)))
+    }
+    let cost = try await TokenVerificationBenchmark.measure(configuration, tokens: tokens, rounds: max(1, rounds / 100))
+    print(name.padding(toLength: 11, withPad: " ", startingAt: 0) + String(format: "%19.1f  %21.0f", cost.cold / 1000, cost.cached))
+}

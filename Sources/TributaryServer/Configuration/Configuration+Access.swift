@@ -1,0 +1,133 @@
+public import UpstreamClient
+
+/// Who may call the resources, and how often: bearer tokens (`auth:`), each resource's own
+/// requirement (`resources.<name>.auth`), and rate limits (`server.rateLimit`,
+/// `resources.<name>.rateLimit`). docs/configuration.md lists every key; docs/api.md says
+/// what a client sees.
+extension Configuration {
+    /// `auth:` — how bearer tokens are verified, and whether resources need one by default.
+    public struct Auth: Sendable, Equatable {
+        /// `auth.required` (default false): the default of every resource's `auth.required`.
+        public var required = false
+        /// `auth.jwt`: the issuer, audience and keys tokens are verified against; nil: the
+        /// service reads no token (and no resource may require one).
+        public var jwt: JWTSettings?
+
+        public init() {}
+    }
+
+    /// `auth.jwt:` — what a token must be to be accepted.
+    public struct JWTSettings: Sendable, Equatable {
+        /// `issuer`: the `iss` a token must carry (nil: any).
+        public var issuer: String?
+        /// `audience`: a value the token's `aud` must hold (nil: any).
+        public var audience: String?
+        /// `leeway` (default 30s): how far `exp` and `nbf` may be off, for clocks that drift.
+        public var leeway: Duration = .seconds(30)
+        /// `keys`: keys given in the file.
+        public var keys: [JWTKey] = []
+        /// `jwks`: a JSON Web Key Set fetched at start and every `jwksRefresh`.
+        public var jwks: BaseURL?
+        /// `jwksRefresh` (default 5m): how often the key set is fetched again (also, at most
+        /// once every 10 s, when a token names a `kid` the set does not have).
+        public var jwksRefresh: Duration = .seconds(300)
+
+        public init() {}
+    }
+
+    /// The signature algorithms a key may be for.
+    public enum TokenAlgorithm: String, Sendable, Equatable, CaseIterable {
+        case hs256 = "HS256"
+        case rs256 = "RS256"
+        case es256 = "ES256"
+        case edDSA = "EdDSA"
+    }
+
+    /// `auth.jwt.keys[]`: one key. Its secret describes and mirrors itself without it.
+    public struct JWTKey: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
+        /// `kid`: the key id a token's header names (nil: tokens without a `kid`).
+        public let kid: String?
+        /// `alg`.
+        public let algorithm: TokenAlgorithm
+        let material: Material
+
+        /// `secret` (HS256: its UTF-8 bytes, `${VAR}` expanded) or `publicKey` (a PEM).
+        enum Material: Sendable, Equatable {
+            case secret([UInt8])
+            case publicKey(String)
+        }
+
+        init(kid: String?, algorithm: TokenAlgorithm, material: Material) {
+            self.kid = kid
+            self.algorithm = algorithm
+            self.material = material
+        }
+
+        public var description: String { "\(algorithm.rawValue) key \(kid ?? "(no kid)")" }
+        public var customMirror: Mirror { Mirror(self, children: ["kid": kid as Any, "alg": algorithm.rawValue, "material": "<secret>"]) }
+    }
+
+    /// `rateLimit: {rate: 20/s, burst: 40, by: identity}` — a GCRA limit: `burst` requests at
+    /// once, then one every `1/rate`.
+    public struct RateLimit: Sendable, Equatable {
+        /// `rate`: requests per second (`20/s`, `600/m`, `3600/h`).
+        public var perSecond: Double
+        /// `burst` (default: one second of `rate`, at least 1).
+        public var burst: Int
+        /// `by` (default identity).
+        public var by: ClientKeyKind
+
+        public init(perSecond: Double, burst: Int, by: ClientKeyKind = .identity) {
+            self.perSecond = perSecond
+            self.burst = burst
+            self.by = by
+        }
+    }
+
+    /// What a client is counted as: its token's subject (a request without a token: its
+    /// address), or its address (``ClientAddress``).
+    public enum ClientKeyKind: String, Sendable, Equatable {
+        case identity
+        case ip
+    }
+
+    /// `resources.<name>.auth` and `.rateLimit` as the file says them (nil: the default).
+    public struct ResourceAccessSettings: Sendable, Equatable {
+        /// `auth.required`.
+        public var required: Bool?
+        /// `auth.scopes`: every one must be among the token's (naming any requires a token).
+        public var scopes: [String] = []
+        /// `rateLimit`.
+        public var rateLimit: RateLimit?
+
+        public init() {}
+    }
+
+    /// What applies to one resource: whether a token is required and its scopes, and its
+    /// rate limit (its own, or `server.rateLimit`), named for the `RateLimit` headers.
+    public struct ResourceAccess: Sendable, Equatable {
+        public var authRequired: Bool
+        public var scopes: [String]
+        public var rateLimit: RateLimit?
+        /// The policy's name: the resource's for its own limit, `default` for the server's.
+        public var policyName: String
+    }
+
+    /// What applies to resource `name` (``ResourceAccess``).
+    public func access(of name: String) -> ResourceAccess {
+        let own = resourceAccess[name]
+        let scopes = own?.scopes ?? []
+        // Scopes are checked on a token, so naming one requires it.
+        return ResourceAccess(
+            authRequired: (own?.required ?? auth.required) || !scopes.isEmpty, scopes: scopes,
+            rateLimit: own?.rateLimit ?? server.rateLimit, policyName: own?.rateLimit == nil ? "default" : name)
+    }
+
+    /// Open streams one client may hold in the process: `server.maxStreamsPerClient`, or 32
+    /// when only a rate limit is configured; nil: no bound.
+    public var streamsPerClient: Int? {
+        if let configured = server.maxStreamsPerClient { return configured }
+        let limited = server.rateLimit != nil || resourceAccess.values.contains { $0.rateLimit != nil }
+        return limited ? 32 : nil
+    }
+}
