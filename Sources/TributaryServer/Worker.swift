@@ -50,7 +50,7 @@ public final class Worker {
         streams = EventStreamHub(loop: loop, settings: configuration.sse, directory: shares.directory, cluster: shares.cluster)
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         gate = AccessGate(
-            loop: loop, verifier: shares.tokens, local: shares.rateLimits, quota: shares.streamQuota,
+            loop: loop, verifier: shares.tokens, local: shares.rateLimits, quota: shares.streamQuota, hasher: shares.identities,
             configuration: configuration)
         streams.gate = gate
         observer = RequestObserver(logger: logger)

@@ -225,3 +225,50 @@ struct AuthTests {
         await world.stop()
     }
 }
+
+/// Stream ownership across a fleet: a trigger that reaches another replica than the one
+/// holding the stream is forwarded with its token's subject (a keyed hash of it, never the
+/// token), and the holder lets only the stream's owner steer it.
+@Suite("Stream control by subject, across replicas")
+struct FleetStreamOwnershipTests {
+    @Test("a stream opened with alice's token on one replica: from the other, alice's token steers it, none is 401, bob's is 403")
+    func acrossReplicas() async throws {
+        let redis = try await RedisServerProcess.start()
+        let fixture = TaskGroupsFixture(count: 2)
+        let upstream = try await ScriptedUpstream.start { request in fixture.reply(to: request) ?? .json("{}", status: 404) }
+        let tokens = try await TestTokens()
+        let yaml = ServiceHarness.groupsYAML(upstream: upstream.baseURL, groups: "auth: {required: true}") + "\n" + tokens.yaml() + """
+
+            cluster: {redis: "\(redis.url)", leaseTTL: 1s, secret: "\(FleetTests.secret)"}
+            """
+        let holder = try await ServiceHarness(yaml: yaml)
+        let other = try await ServiceHarness(yaml: yaml)
+        let alice = try await tokens.token(.es, sub: "alice")
+        let stream = try await holder.events("/groups", headers: TestTokens.bearer(alice))
+        let announced = try await stream.next(type: "stream")
+        let id = try #require((try JSONSerialization.jsonObject(with: Data(announced.data.utf8)) as? [String: Any])?["id"] as? String)
+        let path = "/streams/\(id)/triggers/reload"
+
+        // The other replica learns where the stream is from Redis: ask until it has.
+        var steered = try await TestHTTP.request(port: other.port, "POST", path, headers: TestTokens.bearer(alice))
+        for _ in 0..<100 where steered.status == 404 {
+            try await Task.sleep(for: .milliseconds(20))
+            steered = try await TestHTTP.request(port: other.port, "POST", path, headers: TestTokens.bearer(alice))
+        }
+        #expect(steered.status == 202, "\(steered.text)")
+        #expect(try await TestHTTP.request(port: other.port, "POST", path).status == 401)
+        let bob = try await TestHTTP.request(port: other.port, "POST", path, headers: TestTokens.bearer(try await tokens.token(.hs, sub: "bob")))
+        #expect(bob.status == 403)
+        #expect(bob.error?.code == "forbidden")
+        let client = try await RawRedisClient(port: redis.port)
+        if case .array(let keys?) = try await client.command("KEYS", "*") {
+            for key in keys.compactMap(\.text) { #expect(!key.contains("alice") && !key.contains(alice), "\(key)") }
+        }
+        client.close()
+        stream.close()
+        await holder.stop()
+        await other.stop()
+        redis.stop()
+        await upstream.shutdown()
+    }
+}

@@ -77,10 +77,16 @@ final class AccessGate {
     var streamsPerClient: Int?
     private var counters: [String: Counter] = [:]
 
+    /// Names a client in Redis: a keyed hash, the same on every replica (its key derives from
+    /// the fleet's secret), from which no address or subject can be read back.
+    private let hasher: IdentityHasher
+
     init(
-        loop: EventLoop, verifier: TokenVerifier?, local: LocalRateLimiter, quota: StreamQuota, configuration: Configuration
+        loop: EventLoop, verifier: TokenVerifier?, local: LocalRateLimiter, quota: StreamQuota, hasher: IdentityHasher,
+        configuration: Configuration
     ) {
         self.loop = loop
+        self.hasher = hasher
         self.verifier = verifier
         self.local = local
         let cluster = configuration.cluster
@@ -166,7 +172,7 @@ final class AccessGate {
             decide(request, policy, credential, index: index + 1, policies: policies, states: states, next)
         }
         guard let fleet else { return decided(local.decide(client, policy: limit.name, limit.gcra)) }
-        fleet.decide(digest(of: client, credential), local: client, policy: limit.name, limit.gcra, decided)
+        fleet.decide(hasher.identity(subject: client, headers: []).digest, local: client, policy: limit.name, limit.gcra, decided)
     }
 
     /// The client as a limit counts it: its token's subject (by identity, when it has a
@@ -174,13 +180,6 @@ final class AccessGate {
     func clientName(_ request: ServerRequest, _ credential: Credential?, by kind: Configuration.ClientKeyKind) -> String {
         if kind == .identity, let credential { return "sub:" + credential.subjectIdentity.digest }
         return "ip:" + ClientAddress.of(request, trusting: trustedProxies)
-    }
-
-    /// How Redis names the client: a digest of its subject or address (never the subject or
-    /// address itself), the same on every replica.
-    private func digest(of client: String, _ credential: Credential?) -> String {
-        let name = if let credential, client.hasPrefix("sub:") { "sub:" + credential.subject } else { client }
-        return Digest.sha256Hex(Array(name.utf8))
     }
 
     private func counter(_ label: String) -> Counter {

@@ -34,13 +34,15 @@ extension ClusterAgent {
         for digest in streams.keys { register(digest) }
     }
 
-    /// Applies `control` to stream `id`, held by another replica: finds which in Redis, sends
-    /// it there, and hands the holder's answer to `answer` (on this loop).
+    /// Applies `control` to stream `id`, held by another replica, for the holder of a token of
+    /// `subject` (its identity digest; nil: no token): finds which replica in Redis, sends it
+    /// there (the holder checks the subject against the stream's owner), and hands the
+    /// holder's answer to `answer` (on this loop).
     ///
     /// A stream Redis does not know is looked up once more after ``relookupDelay``: a Redis
     /// that restarted empty learns where the streams are from every replica as it rejoins, a
     /// moment after it answers again.
-    func forward(_ control: StreamControl, to id: StreamID, _ answer: @escaping (Result<Void, HTTPError>) -> Void) {
+    func forward(_ control: StreamControl, to id: StreamID, by subject: String? = nil, _ answer: @escaping (Result<Void, HTTPError>) -> Void) {
         guard isConnected else { return answer(.failure(Self.unavailable)) }
         let digest = ClusterKeys.streamDigest(id)
         let unknown = HTTPError(status: 404, code: "unknown_stream", message: "no live stream \(id.redacted)")
@@ -56,7 +58,7 @@ extension ClusterAgent {
             }
             deadline.schedule(after: Self.controlTimeout)
             pending[tag] = (answer, deadline)
-            let request = ClusterMessage.ControlRequest(tag: tag, from: replica, stream: digest, control: control)
+            let request = ClusterMessage.ControlRequest(tag: tag, from: replica, stream: digest, control: control, subject: subject)
             let channel = keys.replica(holder)
             let message = seal.seal(ClusterMessage.encode(request), at: WallClock.milliseconds(), for: channel)
             redis.send(RedisCommand("PUBLISH", channel, message)) { [unowned self] result in
@@ -129,7 +131,7 @@ extension ClusterAgent {
         case .request(let request):
             let agent = LoopBound(self, loop: loop)
             let answer = { @Sendable (outcome: Result<Void, HTTPError>) in agent.value.reply(to: request, outcome) }
-            guard let id = streams[request.stream], directory.apply(request.control, to: id, answeringOn: loop, answer) else {
+            guard let id = streams[request.stream], directory.apply(request.control, to: id, by: request.subject, answeringOn: loop, answer) else {
                 return reply(to: request, .failure(HTTPError(status: 404, code: "unknown_stream", message: "no live stream here")))
             }
         }

@@ -6,12 +6,12 @@ struct ClusterLink: Sendable {
     let agent: LoopBound<ClusterAgent>
 
     func forward(
-        _ control: StreamControl, to id: StreamID, answeringOn loop: EventLoop,
+        _ control: StreamControl, to id: StreamID, by subject: String? = nil, answeringOn loop: EventLoop,
         _ answer: @escaping @Sendable (Result<Void, HTTPError>) -> Void
     ) {
         let agent = self.agent
         agent.loop.execute {
-            agent.value.forward(control, to: id) { outcome in loop.execute { answer(outcome) } }
+            agent.value.forward(control, to: id, by: subject) { outcome in loop.execute { answer(outcome) } }
         }
     }
 

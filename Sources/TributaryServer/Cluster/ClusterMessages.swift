@@ -97,6 +97,9 @@ enum ClusterMessage {
         let from: String
         let stream: String
         let control: StreamControl
+        /// The subject of the requester's token, as its identity digest (a keyed hash: never
+        /// the token), nil without one: the holder lets only its stream's owner steer it.
+        var subject: String? = nil
     }
 
     /// The answer to a control request: the HTTP status and, for an error, its code and message.
@@ -124,6 +127,7 @@ enum ClusterMessage {
             ("kind", .string("control")), ("tag", .integer(request.tag)), ("from", .string(request.from)),
             ("stream", .string(request.stream)),
         ]
+        if let subject = request.subject { members.append(("subject", .string(subject))) }
         switch request.control {
         case .trigger(let name, let arguments):
             members += [("trigger", .string(name)),
@@ -154,13 +158,15 @@ enum ClusterMessage {
         case "control":
             guard let from = message["from"]?.stringValue, StreamID(from) != nil,
                   let stream = message["stream"]?.stringValue else { return nil }
+            let subject = message["subject"]?.stringValue
             if let name = message["trigger"]?.stringValue {
                 var arguments: [String: String] = [:]
                 for (key, value) in message["arguments"]?.objectValue ?? [] { arguments[key] = value.stringValue }
-                return .request(ControlRequest(tag: tag, from: from, stream: stream, control: .trigger(name, arguments: arguments)))
+                return .request(ControlRequest(
+                    tag: tag, from: from, stream: stream, control: .trigger(name, arguments: arguments), subject: subject))
             }
             guard let name = message["input"]?.stringValue, let value = message["value"]?.stringValue else { return nil }
-            return .request(ControlRequest(tag: tag, from: from, stream: stream, control: .input(name, value: value)))
+            return .request(ControlRequest(tag: tag, from: from, stream: stream, control: .input(name, value: value), subject: subject))
         case "reply":
             guard case .number(let statusText)? = message["status"], let status = Int(statusText), (200...599).contains(status) else {
                 return nil

@@ -70,6 +70,6 @@ struct StreamControlRoutes {
         }
         if directory.apply(control, to: id, by: subject, answeringOn: loop, answer) { return }
         guard let cluster else { return answer(.failure(unknown)) }
-        cluster.forward(control, to: id, answeringOn: loop, answer)
+        cluster.forward(control, to: id, by: subject, answeringOn: loop, answer)
     }
 }
