@@ -179,8 +179,22 @@ public final class Worker {
         StreamControlRoutes(
             directory: shares.directory, cluster: shares.cluster, loop: loop, gate: gate, policy: .streamControl(configuration)
         ).register(in: &router)
-        OperationsRoutes(openAPIDocument: Snapshot(OpenAPIDocument(configuration).json)).register(in: &router)
+        OperationsRoutes(
+            openAPIDocument: Snapshot(OpenAPIDocument(configuration).json), page: IndexPage.page(parameterized: pageParameterized)
+        ).register(in: &router)
         self.router = router
+    }
+
+    /// The list resource the live page shows with a box for its value: the first, by name,
+    /// whose route takes exactly one parameter (the shipped `teamgroups`).
+    private var pageParameterized: (resource: String, parameter: String)? {
+        for name in configuration.resources.keys.sorted() {
+            guard case .list(let settings) = configuration.resources[name],
+                  let only = settings.routing.parameters.filter({ $0.location == .path }).first,
+                  settings.routing.parameters.filter({ $0.location == .path }).count == 1 else { continue }
+            return (name, only.name)
+        }
+        return nil
     }
 
     /// Makes resource `name`'s routes from ``configuration``.

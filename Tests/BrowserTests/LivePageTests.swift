@@ -62,6 +62,20 @@ struct LivePageTests {
         #expect((updates as? String)?.hasPrefix("live ") == true, "page state: \(String(describing: updates))")
         #expect(try await browser.evaluate("document.querySelectorAll('#groups tr').length", session: session) as? Int == 8)
 
+        // The parameterized resource (the shipped teamgroups, team core) on the same
+        // connection: its table holds what GET /teams/core/groups answers.
+        let team = try await TestHTTP.get(port: service.port, "/teams/core/groups")
+        let teamNames = try #require(try team.json() as? [[String: Any]]).compactMap { $0["name"] as? String }
+        let shownNames = try await browser.evaluate("""
+            new Promise((resolve) => {
+              const names = () => [...document.querySelectorAll('#param-groups tr td:first-child')].map((cell) => cell.textContent);
+              const done = () => names().length > 0 && (resolve(names()), true);
+              if (!done()) new MutationObserver((_, observer) => { if (done()) observer.disconnect(); }).observe($("param-groups"), { childList: true });
+            })
+            """, session: session) as? [String]
+        #expect(shownNames == teamNames)
+        #expect(!teamNames.isEmpty && teamNames.allSatisfy { $0.contains("(core, open)") })
+
         // "more" on the first topic: its row grows by one page (4 medias), through the trigger
         // of the rows stream announced on the one connection.
         let grown = try await browser.evaluate("""
@@ -153,7 +167,9 @@ struct LivePageTests {
         }
         let requests = NetworkLog(browser.events)
         let streams = requests.sent.filter { $0.type == "EventSource" }
-        #expect(streams.map(\.path) == ["/events?resource=groups&resource=rows&resource=search&updates=patch"])
+        #expect(streams.map(\.path) == [
+            "/events?resource=groups&resource=rows&resource=search&updates=patch&resource=teamgroups&teamgroups.team=core",
+        ])
         #expect(requests.open.map(\.path) == streams.map(\.path))
         #expect(requests.sent.contains { $0.method == "POST" && $0.path.hasPrefix("/streams/") })
 

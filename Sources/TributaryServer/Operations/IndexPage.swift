@@ -19,12 +19,31 @@
 /// With auth on, the page's requests carry the token as the `tributary_token` cookie: open it
 /// as `/#access_token=<token>` once (or set the cookie otherwise).
 ///
+/// When the configuration has a list resource whose route takes one parameter (the shipped
+/// `teamgroups`: `/teams/{team}/groups`), the page shows it too, on the same connection
+/// (`teamgroups.team=core` on `/events`), with a box for the value: a new value opens the
+/// connection anew, as a stream's parameters are fixed when it opens. ``page(parameterized:)``
+/// names it in `<body data-param-resource data-param-name>`.
+///
 /// For tests and curious humans, `<body>` carries `data-state` (`connecting`, `live`,
 /// `reconnecting`), `data-updates` (group documents shown, whole or patched) and
 /// `data-patches` (group patches applied); `#results` carries `data-query` (the query the
 /// results shown answer).
 enum IndexPage {
-    static let html = #"""
+    /// The page for a configuration whose list resource `parameterized` (its name and its one
+    /// route parameter), if any, the page shows beside the others.
+    static func page(parameterized: (resource: String, parameter: String)?) -> String {
+        let attributes = parameterized.map { #" data-param-resource=""# + escaped($0.resource) + #"" data-param-name=""# + escaped($0.parameter) + "\"" } ?? ""
+        return html.replacingOccurrences(of: "{{PARAMETERIZED}}", with: attributes)
+    }
+
+    /// `text` for an HTML attribute value (resource and parameter names are letters, digits,
+    /// `-` and `_`, so this never has work to do; kept for safety).
+    private static func escaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "<", with: "&lt;")
+    }
+
+    private static let html = #"""
     <!doctype html>
     <html lang="en">
     <head>
@@ -68,7 +87,7 @@ enum IndexPage {
       button:hover { background: #eef4fd; }
     </style>
     </head>
-    <body data-state="connecting" data-updates="0" data-patches="0">
+    <body data-state="connecting" data-updates="0" data-patches="0"{{PARAMETERIZED}}>
     <header><h1>Tributary</h1><span id="state" class="state">connecting…</span><small>one connection: <code>/events</code></small></header>
     <main>
       <section>
@@ -81,6 +100,11 @@ enum IndexPage {
         <h2>Groups <small id="version">waiting for the first snapshot</small></h2>
         <table><thead><tr><th>Group</th><th>Tasks</th><th>Last updated</th></tr></thead><tbody id="groups"></tbody></table>
         <p id="groups-error" class="error"></p>
+      </section>
+      <section id="param-view" hidden>
+        <h2><span id="param-title"></span> <input id="param-value" size="12" autocomplete="off" spellcheck="false" aria-label="Parameter value"> <small id="param-version"></small></h2>
+        <table><thead><tr><th>Group</th><th>Tasks</th><th>Last updated</th></tr></thead><tbody id="param-groups"></tbody></table>
+        <p id="param-error" class="error"></p>
       </section>
       <section>
         <h2>Rows <small>“more” loads the next page of one topic, for this page only</small></h2>
@@ -321,7 +345,37 @@ enum IndexPage {
       history.replaceState(null, "", location.pathname + location.search);
     }
 
+    // A resource of one parameter (its name and parameter from the server), shown as a table.
+    const param = { resource: document.body.dataset.paramResource, name: document.body.dataset.paramName };
+    const parameterized = {
+      show(snapshot) {
+        $("param-error").textContent = "";
+        const body = $("param-groups");
+        body.replaceChildren();
+        for (const item of snapshot.data) {
+          const row = document.createElement("tr");
+          for (const value of [item.name ?? item.id, item.error ? "—" : item.taskCount, item.lastUpdated ?? item.error?.message]) {
+            const cell = document.createElement("td");
+            cell.textContent = text(value);
+            row.append(cell);
+          }
+          row.children[1].className = "count";
+          body.append(row);
+        }
+        body.dataset.value = param.value;
+        $("param-version").textContent = new Date().toLocaleTimeString();
+      },
+      fail(failure) { $("param-error").textContent = failure.error.message; },
+    };
+    if (param.resource) {
+      param.value = "core";
+      $("param-view").hidden = false;
+      $("param-title").textContent = param.resource + " · " + param.name;
+      $("param-value").value = param.value;
+    }
+
     const views = { groups, rows, search };
+    if (param.resource) views[param.resource] = parameterized;
     // Each resource's document as the page has it: a snapshot replaces it, a patch changes it.
     const documents = {};
     function take(event) {
@@ -332,8 +386,15 @@ enum IndexPage {
       views[resource].show({ resource, inputs: message.inputs, data: documents[resource] }, event.lastEventId);
     }
 
+    // The one connection, and how to open it anew for another parameter value.
+    let current = null;
     function connect() {
-      const events = new EventSource("/events?resource=groups&resource=rows&resource=search&updates=patch");
+      let url = "/events?resource=groups&resource=rows&resource=search&updates=patch";
+      if (param.resource) {
+        url += `&resource=${encodeURIComponent(param.resource)}&${encodeURIComponent(param.resource + "." + param.name)}=${encodeURIComponent(param.value)}`;
+      }
+      const events = new EventSource(url);
+      current = events;
       events.addEventListener("open", () => setState("live"));
       events.addEventListener("stream", (event) => {
         const stream = JSON.parse(event.data);
@@ -362,6 +423,15 @@ enum IndexPage {
       });
     }
     connect();
+    if (param.resource) {
+      $("param-value").addEventListener("change", (event) => {
+        param.value = event.target.value;
+        delete documents[param.resource];
+        current.close();
+        setState("reconnecting");
+        connect();
+      });
+    }
     </script>
     </body>
     </html>

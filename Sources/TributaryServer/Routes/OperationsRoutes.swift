@@ -9,6 +9,8 @@ struct OperationsRoutes {
     /// same for every request. Answered as a resource's JSON is (ETag, 304, gzip: it is tens of
     /// kilobytes, fetched again by every API explorer that opens).
     let openAPIDocument: Snapshot
+    /// The live page, made once for the configuration (``IndexPage/page(parameterized:)``).
+    let page: String
 
     func register(in router: inout Router<Route>) {
         // Liveness and metrics are of one moment: no cache may answer them later.
@@ -22,7 +24,7 @@ struct OperationsRoutes {
         }
         router.add(.get, "/") { request in
             request.respond(status: 200, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")],
-                            text: IndexPage.html)
+                            text: page)
         }
         router.add(.get, "/openapi.json") { request in request.respond(with: openAPIDocument) }
     }
