@@ -1,5 +1,4 @@
 import Aggregation
-import HTTPCore
 import HTTPServer
 import OpenCombine
 
@@ -73,11 +72,7 @@ final class ListResourceRoutes {
             guard door.isOpen else { return door.admit(request) { [self] credential in serve(request, as: credential) } }
             serve(request, as: nil)
         }
-        router.add(.post, "/\(name)/reload") { [self] request in
-            guard admin.authorize(request) else { return }
-            reload()
-            request.respond(status: 202, json: JSONWriter.object([("reloading", name)]), headers: [("Cache-Control", "no-store")])
-        }
+        router.addReload(of: name, admin: admin, reload)
     }
 
     /// `GET <route>` once admitted: the live stream, or the JSON document.

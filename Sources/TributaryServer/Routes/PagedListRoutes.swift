@@ -1,4 +1,3 @@
-import HTTPCore
 import Aggregation
 import HTTPServer
 
@@ -59,11 +58,7 @@ final class PagedListRoutes {
             guard door.isOpen else { return door.admit(request) { [self] credential in serve(request, as: credential) } }
             serve(request, as: nil)
         }
-        router.add(.post, "/\(name)/reload") { [self] request in
-            guard admin.authorize(request) else { return }
-            reload()
-            request.respond(status: 202, json: JSONWriter.object([("reloading", name)]), headers: [("Cache-Control", "no-store")])
-        }
+        router.addReload(of: name, admin: admin, reload)
     }
 
     /// `GET <route>` once admitted: a stream, or the JSON document.
