@@ -169,8 +169,10 @@ struct OperationsTests {
         let page = try await service.get("/")
         #expect(page.status == 200)
         #expect(page.header("Content-Type") == "text/html; charset=utf-8")
-        #expect(page.text.contains(#"new EventSource("/events?resource=groups&resource=rows&resource=search&updates=patch")"#))
+        #expect(page.text.contains(#"let url = "/events?resource=groups&resource=rows&resource=search&updates=patch";"#))
         #expect(page.text.components(separatedBy: "new EventSource(").count == 2, "one event stream")
+        #expect(page.text.contains("<body data-state=\"connecting\" data-updates=\"0\" data-patches=\"0\">"),
+                "no parameterized resource in this configuration: none named to the page")
         #expect(page.text.contains("/triggers/loadMore?topic="))
         #expect(page.text.contains("/inputs/q"))
         await service.stop()
