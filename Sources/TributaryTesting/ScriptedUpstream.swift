@@ -11,6 +11,10 @@ public struct UpstreamReply: Sendable {
     public var delay: Duration
     /// Never answer; wait for the client to close the connection.
     public var hangs: Bool
+    /// Answer only once the requests received so far satisfy this (checked as each request
+    /// arrives): answers held until, say, every client's list call is in go out together,
+    /// however slowly a loaded machine made each request.
+    public var releasedWhen: (@Sendable ([RecordedRequest]) -> Bool)?
 
     public init(status: Int = 200, headers: [(String, String)] = [], body: [UInt8] = [], delay: Duration = .zero, hangs: Bool = false) {
         self.status = status
@@ -29,6 +33,13 @@ public struct UpstreamReply: Sendable {
     }
 
     public static let hang = Self(hangs: true)
+
+    /// This answer held until the requests received satisfy `condition` (``releasedWhen``).
+    public func held(until condition: @escaping @Sendable ([RecordedRequest]) -> Bool) -> Self {
+        var reply = self
+        reply.releasedWhen = condition
+        return reply
+    }
 }
 
 /// One request a ``ScriptedUpstream`` received, and how it ended.
@@ -71,7 +82,8 @@ public final class ScriptedUpstream: Sendable {
     private let server: LoopBound<HTTPServer>
 
     private init(
-        port: UInt16, host: String, isTLS: Bool, records: Observed<[RecordedRequest]>, thread: LoopThread, server: LoopBound<HTTPServer>
+        port: UInt16, host: String, isTLS: Bool, records: Observed<[RecordedRequest]>, thread: LoopThread,
+        server: LoopBound<HTTPServer>, held: LoopBound<HeldReplies>
     ) {
         self.port = port
         self.host = host
@@ -79,10 +91,12 @@ public final class ScriptedUpstream: Sendable {
         self.records = records
         self.thread = thread
         self.server = server
+        self.held = held
     }
 
     private let isTLS: Bool
     private let host: String
+    private let held: LoopBound<HeldReplies>
 
     /// `http://127.0.0.1:PORT` (`http://[::1]:PORT` on IPv6), or `https://localhost:PORT` with
     /// TLS (the test certificate's name).
@@ -97,27 +111,54 @@ public final class ScriptedUpstream: Sendable {
     ) async throws -> ScriptedUpstream {
         let thread = try LoopThread()
         let records = Observed<[RecordedRequest]>([])
-        let (port, server) = try await thread.run { loop in
+        let (port, server, held) = try await thread.run { loop in
+            let held = HeldReplies()
             let server = try HTTPServer(loop: loop, tls: tls) { request in
-                answer(request, loop: loop, records: records, script: script)
+                answer(request, loop: loop, records: records, held: held, script: script)
             }
             let port = try server.bind(host: host, port: 0)
-            return (port, LoopBound(server, loop: loop))
+            return (port, LoopBound(server, loop: loop), LoopBound(held, loop: loop))
         }
-        return ScriptedUpstream(port: port, host: host, isTLS: tls != nil, records: records, thread: thread, server: server)
+        return ScriptedUpstream(port: port, host: host, isTLS: tls != nil, records: records, thread: thread, server: server, held: held)
     }
 
     /// Requests received so far.
     public var requests: [RecordedRequest] { records.value }
 
+    /// Checks the held answers' conditions again, for conditions that read more than the
+    /// requests (a flag the test sets once the client has done something): those now met are sent.
+    public func releaseHeld() async throws {
+        let held = self.held, records = self.records
+        try await thread.run { _ in held.value.release(given: records.value) }
+    }
+
     /// Stops listening and closes every connection.
     public func shutdown() async {
-        let server = self.server
-        await thread.stop { server.release() }
+        let server = self.server, held = self.held
+        await thread.stop {
+            server.release()
+            held.release()
+        }
+    }
+
+    /// Answers waiting on a ``UpstreamReply/releasedWhen`` condition (loop-confined).
+    final class HeldReplies {
+        private var waiting: [(condition: ([RecordedRequest]) -> Bool, send: () -> Void)] = []
+
+        func hold(until condition: @escaping ([RecordedRequest]) -> Bool, _ send: @escaping () -> Void) {
+            waiting.append((condition, send))
+        }
+
+        /// Sends every held answer whose condition `requests` now satisfy.
+        func release(given requests: [RecordedRequest]) {
+            let ready = waiting.filter { $0.condition(requests) }
+            waiting.removeAll { entry in entry.condition(requests) }
+            for entry in ready { entry.send() }
+        }
     }
 
     private static func answer(
-        _ request: ServerRequest, loop: EventLoop, records: Observed<[RecordedRequest]>,
+        _ request: ServerRequest, loop: EventLoop, records: Observed<[RecordedRequest]>, held: HeldReplies,
         script: @Sendable (RecordedRequest) -> UpstreamReply
     ) {
         let recorded = RecordedRequest(
@@ -144,6 +185,9 @@ public final class ScriptedUpstream: Sendable {
         }
         request.onDisconnect = { end(true) }
         if reply.hangs { return }
+        if let condition = reply.releasedWhen { held.hold(until: condition, send) }
+        held.release(given: records.value)
+        if reply.releasedWhen != nil { return }
         if reply.delay > .zero {
             let scheduler = EventLoopScheduler(loop: loop)
             scheduler.schedule(after: scheduler.now.advanced(by: .init(reply.delay)), send)

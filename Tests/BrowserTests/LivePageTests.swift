@@ -22,15 +22,17 @@ struct LivePageTests {
 
     @Test("headless Chromium shows every live view over one /events connection: groups live, more of a topic, search as you type")
     func livePage() async throws {
-        // The search upstream answers "swift" at once, "swi" after 1 s and any other query
-        // after 4 s (within the upstream's 5 s timeout). The service searches a query once it
-        // stayed unchanged for 2 s. So "swi"'s answer lands after "swif" is typed (and must be
-        // labelled "swi", not "swif"), and "swif"'s search is still running when "swift"'s
-        // starts (it must be cancelled, or its answer would land last). A second or more of
-        // margin each way, however busy the machine.
+        // The search upstream answers "swift" at once, "swi" once the test has typed the "f" of
+        // "swif", and any other query after 4 s (within the upstream's 5 s timeout). The
+        // service searches a query once it stayed unchanged for 2 s. So "swi"'s answer lands
+        // after "swif" is typed, however busy the machine (and must be labelled "swi", not
+        // "swif"), and "swif"'s search is still running when "swift"'s starts (it must be
+        // cancelled, or its answer would land last).
+        let typedSwif = Observed(false)
         let searchUpstream = try await ScriptedUpstream.start { request in
             let query = request.query["q"] ?? ""
-            return .json(SearchFixture.json(for: query), delay: query == "swift" ? .zero : query == "swi" ? .seconds(1) : .seconds(4))
+            let answer = UpstreamReply.json(SearchFixture.json(for: query), delay: query == "swift" ? .zero : .seconds(4))
+            return query == "swi" ? UpstreamReply.json(SearchFixture.json(for: query)).held(until: { _ in typedSwif.value }) : answer
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tributary-browser-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -129,6 +131,8 @@ struct LivePageTests {
         try await browser.type("swi", session: session)
         #expect(await searchUpstream.records.wait(timeout: .seconds(10)) { $0.contains { $0.query["q"] == "swi" } })
         try await browser.type("f", session: session)
+        typedSwif.update { $0 = true }
+        try await searchUpstream.releaseHeld()
         // "swi"'s late answer is shown as what it is, while "swif" is on its way.
         let late = SearchFixture.names(for: "swi")
         #expect(try await results(after: []) == ["swi", "1 result for “swi” · searching “swif”…"] + late)
