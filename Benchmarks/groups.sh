@@ -9,6 +9,10 @@
 # COALESCE=off|on (default off: the peers do not coalesce identical requests, so Tributary
 # runs with `coalesce: false` on every resource, from a temporary copy of the configuration;
 # `on` measures what coalescing buys). The first line printed says which one a run used.
+# BATCH=MAX (default off) fetches the groups' details in batch calls of at most MAX ids
+# (`details.batch`, over the fixture's GET /groups/metadata?ids=…: MAX one of gen.py's batch
+# sizes, 1 5 10 20 25 50 100 200), BATCH_WINDOW=DURATION shares them between concurrent
+# requests (`details.batchWindow`); the peers still make N+1 calls per answer.
 # The shared harness is read-only, so it is copied to $BENCH_COPY (default
 # /tmp/tributary-bench) and missing peers are built there once (Hummingbird takes minutes).
 # Tributary runs from the release build with its access log off (the peers log nothing).
@@ -24,6 +28,9 @@ if [ ! -d "$copy" ]; then
     cp -r "$source_dir" "$copy"
     chmod -R u+w "$copy"
 fi
+# The fixture and the drivers as the harness has them now (a copy made before gen.py wrote
+# the batch form would answer 404 to GET /groups/metadata?ids=…); built peers are kept.
+cp -r "$source_dir/upstream" "$source_dir"/*.sh "$copy/"
 for peer in $peers; do
     case $peer in
         go) [ -x "$copy/peers/go/peer-go" ] || (cd "$copy/peers/go" && GOFLAGS=-mod=mod GOPROXY=off go build -o peer-go .) ;;
@@ -44,4 +51,9 @@ export TRIBUTARY_CONFIG="$config"
 export TRIBUTARY_LOG_LEVEL=warning
 export PEERS="$peers" ROUNDS=${ROUNDS:-2}
 echo "# Tributary: coalescing $coalesce (COALESCE=$coalesce; every resource's coalesce from Benchmarks/coalesce-config.sh)"
+if [ -n "${BATCH:-}" ]; then
+    echo "# Tributary: details in batch calls of at most $BATCH ids (BATCH=$BATCH, batchWindow ${BATCH_WINDOW:-0})"
+else
+    echo "# Tributary: details one call per item (BATCH unset)"
+fi
 "$copy/bench-all.sh" "$n" "$delay"

@@ -20,6 +20,8 @@ public final class ProcessShares: Sendable {
     let connectionBudgets: ConnectionBudgets
     let identities: IdentityHasher
     let directory: StreamDirectory
+    /// The list resources' detail caches (`details.cacheFor`).
+    let detailCaches = DetailCaches()
     /// This replica's place in the fleet (nil without `cluster.redis`).
     let cluster: ClusterLink?
     /// Verifies bearer tokens, keeping those verified (nil without `auth.jwt`).

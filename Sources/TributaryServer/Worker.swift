@@ -27,6 +27,8 @@ public final class Worker {
     let streams: EventStreamHub
     /// Its followers of the process's shared live pipelines.
     private let pipelines: WorkerPipelines
+    /// Its open batch windows (`details.batchWindow`), shared by its requests and pipelines.
+    private let batchWindows = BatchWindows()
     private var cors: CORSPolicy
     private let observer: RequestObserver
     private let connections: ConnectionObserver
@@ -153,9 +155,10 @@ public final class Worker {
             }
             if definition != resource.definition { endings[name] = .changed }
         }
-        for name in endings.keys {
+        for (name, ending) in endings {
             mounted[name] = nil
             if loop === shares.home { shares.cluster?.release(name) }
+            if ending == .removed { shares.detailCaches.forget(name) }
         }
         streams.end(endings)
         if loop === shares.home { for name in endings.keys { shares.pipelines.forgetIdle(of: name) } }
@@ -217,7 +220,8 @@ public final class Worker {
         case .list(let settings):
             let routes = ListResourceRoutes(
                 name: name, settings: settings, definition: definition, upstream: upstream, requests: requests, pipelines: pipelines,
-                reload: reloader(of: name), streams: streams, admin: admin, answers: answers, door: door)
+                reload: reloader(of: name), streams: streams, admin: admin, answers: answers, door: door,
+                details: detailSharing(of: name, definition))
             return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews, door: door)
         case .pages(let settings):
             let routes = PagedListRoutes(
@@ -261,10 +265,19 @@ public final class Worker {
             ?? makeUpstream(settings.upstream, pipeline.definition.upstream)
         let list = ListResource(
             name: name, upstream: upstream, definition: settings.definition, parameters: pipeline.request.parameters,
-            caller: pipeline.request.caller)
+            caller: pipeline.request.caller, sharing: detailSharing(of: name, pipeline.definition))
         let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:))
         guard let cluster = shares.cluster else { return local }
         return cluster.agent.value.adopt(local, key: pipeline.key, maximumDocumentBytes: pipeline.definition.upstream.policy.maxResponseBytes)
+    }
+
+    /// What the snapshots of list resource `name` share about details on this worker: its
+    /// batch windows and the process's detail cache of the resource as `definition` says.
+    private func detailSharing(of name: String, _ definition: Configuration.ResourceDefinition) -> DetailSharing? {
+        guard case .list(let settings) = definition.resource else { return nil }
+        return DetailSharing(
+            resource: name, definition: settings.definition, windows: batchWindows,
+            cache: shares.detailCaches.cache(for: name, definition: definition))
     }
 
     /// Makes an ``Upstream`` for each upstream new or changed in ``configuration`` (a

@@ -66,10 +66,33 @@ public struct TaskGroupsFixture: Sendable {
         return groups.first { $0.id == id }
     }
 
-    /// The upstream's answer to `request`, or nil for paths it does not serve.
+    /// The upstream's answer to `request`, or nil for paths it does not serve: the list, each
+    /// group's metadata, and their batch form (``batchMetadataJSON(for:)``).
     public func reply(to request: RecordedRequest, delay: Duration = .zero) -> UpstreamReply? {
         if request.path == "/groups" { return .json(listJSON, delay: delay) }
         if let group = group(forMetadataPath: request.path) { return .json(metadataJSON(for: group), delay: delay) }
+        if request.path == "/groups/metadata" { return .json(batchMetadataJSON(for: Self.batchIDs(of: request)), delay: delay) }
         return nil
+    }
+
+    /// `GET /groups/metadata?ids=…` of the upstream: `{"result":[{"id","taskCount","lastUpdated"}]}`
+    /// for each id asked that names a group, in the reverse order of `ids` (a batch answer
+    /// need not keep the order asked), unknown ids left out.
+    public func batchMetadataJSON(for ids: [String]) -> String {
+        let items = ids.reversed().compactMap { id in groups.first { $0.id == id } }.map { group in
+            #"{"id":"# + JSONWriter.string(group.id) + #","taskCount":\#(group.taskCount),"lastUpdated":""# + group.lastUpdated + #""}"#
+        }
+        return #"{"result":["# + items.joined(separator: ",") + "]}"
+    }
+
+    /// The ids a batch call asks for, in order: every value of `parameter` (`?ids=a&ids=b`),
+    /// each split at its raw commas (`?ids=a,b`), then percent-decoded.
+    public static func batchIDs(of request: RecordedRequest, parameter: String = "ids") -> [String] {
+        guard let query = request.uri.split(separator: "?", maxSplits: 1).dropFirst().first else { return [] }
+        return query.split(separator: "&").flatMap { pair -> [String] in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0] == parameter else { return [] }
+            return parts[1].split(separator: ",", omittingEmptySubsequences: false).map { QueryString.percentDecoded(String($0)) ?? String($0) }
+        }
     }
 }

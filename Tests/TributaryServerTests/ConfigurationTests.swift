@@ -35,7 +35,7 @@ struct ConfigurationTests {
             return
         }
         #expect(groups.upstream == "tasks")
-        #expect(groups.definition.detailPath.description == "/groups/{id}/metadata")
+        #expect(groups.definition.detailPath?.description == "/groups/{id}/metadata")
     }
 
     @Test("upstreams on one origin share its pools, sized (for the whole process, whatever the workers) and queued by the largest of their values in any order")

@@ -165,6 +165,54 @@ public struct RawJSON: Sendable {
         }
     }
 
+    /// This object without its first member named `key`, in a text of its own (a copy of its
+    /// text when it has no such member): an item of a batch answer as the details of a list
+    /// item, without the id the merge would drop anyway (the list's members win), so that the
+    /// merge is a splice and the details no longer hold the whole answer. Read in place,
+    /// without building a member. Nil when its members are not read from its text, or the
+    /// text cannot be read so (the caller then builds the members).
+    func textWithoutMember(named key: String) -> RawJSON? {
+        guard parsedMembers == nil else { return nil }
+        let found = key.utf8.withContiguousStorageIfAvailable { keyBytes in
+            source.withUnsafeBufferPointer { buffer -> [UInt8]? in
+                let name = MemberName(keyBytes)
+                var cut: Range<Int>?
+                var reader = CanonicalTextReader(buffer, at: Int(start) + 1)
+                if !reader.isAt(UInt8(ascii: "}")) {
+                    // Where the value before the current member ends: at the `,` before it.
+                    var previousEnd: Int?
+                    repeat {
+                        let memberStart = reader.position
+                        guard let memberName = reader.memberName() else { return nil }
+                        reader.skipValue()
+                        if cut == nil, MemberName(UnsafeBufferPointer(rebasing: buffer[memberName])) == name {
+                            // `,"id":…` after another member; `"id":…,` when it comes first.
+                            if let previousEnd {
+                                cut = previousEnd..<reader.position
+                            } else {
+                                let comma = reader.position < buffer.count && buffer[reader.position] == UInt8(ascii: ",")
+                                cut = memberStart..<reader.position + (comma ? 1 : 0)
+                            }
+                        }
+                        previousEnd = reader.position
+                    } while reader.isAt(UInt8(ascii: ","))
+                    guard reader.isAt(UInt8(ascii: "}")), reader.position == Int(end) else { return nil }
+                }
+                var output: [UInt8] = []
+                output.reserveCapacity(textCount - (cut?.count ?? 0))
+                if let cut {
+                    output.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[Int(start)..<cut.lowerBound]))
+                    output.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[cut.upperBound..<Int(end)]))
+                } else {
+                    output.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[Int(start)..<Int(end)]))
+                }
+                return output
+            }
+        }
+        guard case .some(.some(let text)) = found else { return nil }
+        return RawJSON(splicedText: text)
+    }
+
     /// What comparing two objects' member names found.
     private enum NameComparison {
         case shared

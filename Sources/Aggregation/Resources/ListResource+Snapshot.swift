@@ -115,6 +115,9 @@ private final class ListFanOut: Cancellable {
                 .invalidItemID, resource.listPath,
                 "an item of \(resource.listPath) has no usable `\(resource.definition.idMember)`")))
         }
+        if resource.detailCache != nil, let details = resource.cachedDetails(at: path) {
+            return detailEnded(index, resource.merged(item, withCachedDetails: details, path: path))
+        }
         let detail = DetailFetch(fanOut: self, index: index, item: item, path: path)
         fetches[index] = detail
         detail.start()

@@ -12,7 +12,9 @@ public import OpenCombine
 ///
 /// Details are fetched concurrently, at most ``Definition/concurrency`` at a time. An item
 /// whose details fail follows ``ItemFailurePolicy``. Cancelling the snapshot cancels every
-/// call still in flight.
+/// call still in flight. With ``Definition/batch`` the details come from the upstream's batch
+/// endpoint instead, a call for up to `max` items (``batchedSnapshotPublisher(trace:)``), the
+/// same document byte for byte; with ``Definition/cacheFor`` details fetched recently are reused.
 ///
 /// A class: a request's pipeline, its fan-out and every fetch hold the resource, and a copy
 /// of a value this size costs a retain of each of its references.
@@ -26,17 +28,28 @@ public final class ListResource {
         /// The member of each item that is its id, e.g. `id`.
         public var idMember: String
         /// The per-item call, e.g. `/groups/{id}/metadata`: `{id}` once, and any of the
-        /// resource's parameters.
-        public var detailPath: UpstreamPath
+        /// resource's parameters. Nil only with ``batch``, which replaces it.
+        public var detailPath: UpstreamPath?
         /// Where the item's details are in that response (an object merged into the item).
         public var detailAt: JSONPath
-        /// Detail calls in flight at once for one snapshot.
+        /// Detail calls (or batch calls) in flight at once for one snapshot.
         public var concurrency: Int
         public var onItemFailure: ItemFailurePolicy
+        /// The batch form of the detail call, used instead of ``detailPath`` when set:
+        /// ⌈N/max⌉ calls for N items (``DetailBatch``).
+        public var batch: DetailBatch?
+        /// How long the ids of concurrent snapshots wait to share batch calls (zero: each
+        /// snapshot's ids go out at once, in calls of their own). See ``BatchWindows``.
+        public var batchWindow: Duration
+        /// How long fetched details are reused across snapshots (zero: not kept). See ``DetailCache``.
+        public var cacheFor: Duration
+        /// The bytes the process's ``DetailCache`` of the resource may hold.
+        public var cacheBytes: Int
 
         public init(
-            listPath: UpstreamPath, itemsAt: JSONPath, idMember: String, detailPath: UpstreamPath, detailAt: JSONPath,
-            concurrency: Int, onItemFailure: ItemFailurePolicy
+            listPath: UpstreamPath, itemsAt: JSONPath, idMember: String, detailPath: UpstreamPath?, detailAt: JSONPath,
+            concurrency: Int, onItemFailure: ItemFailurePolicy, batch: DetailBatch? = nil, batchWindow: Duration = .zero,
+            cacheFor: Duration = .zero, cacheBytes: Int = 32 * 1024 * 1024
         ) {
             self.listPath = listPath
             self.itemsAt = itemsAt
@@ -45,6 +58,10 @@ public final class ListResource {
             self.detailAt = detailAt
             self.concurrency = concurrency
             self.onItemFailure = onItemFailure
+            self.batch = batch
+            self.batchWindow = batchWindow
+            self.cacheFor = cacheFor
+            self.cacheBytes = cacheBytes
         }
     }
 
@@ -63,31 +80,54 @@ public final class ListResource {
     public let definition: Definition
     /// The list call for the parameter values it was made for, e.g. `/teams/core/groups?status=open`.
     public let listPath: String
-    /// The detail call for those values, each item's id going into `{id}`.
-    let detailTemplate: PathTemplate
+    /// The detail call for those values, each item's id going into `{id}`; nil when batched.
+    let detailTemplate: PathTemplate?
+    /// The batch call for those values, its ids to be added; nil unless batched.
+    let batchCall: BatchCallPath?
     /// What every call of it carries: the upstream's own headers and those forwarded for
     /// its caller.
     let callHeaders: UpstreamHeaders
+    /// Whose details it fetches: what the detail cache and the batch windows key them by.
+    let identity: Identity
+    /// What its snapshots share beyond themselves: batch windows, the detail cache, counters.
+    let sharing: DetailSharing?
+    /// The process's cache of its details (`details.cacheFor`), if any.
+    let detailCache: DetailCache?
 
     /// The resource for `parameters` (its values already checked), fetched for `caller`: the
-    /// paths of its calls are made here, once, not per call.
-    public init(name: String, upstream: Upstream, definition: Definition, parameters: ParameterValues = .none, caller: Caller = .anonymous) {
+    /// paths of its calls are made here, once, not per call. `sharing` is what its snapshots
+    /// share with others of the resource (made once per resource, not per request).
+    public init(
+        name: String, upstream: Upstream, definition: Definition, parameters: ParameterValues = .none, caller: Caller = .anonymous,
+        sharing: DetailSharing? = nil
+    ) {
         self.name = name
         self.upstream = upstream
         self.definition = definition
         listPath = definition.listPath.rendered(with: parameters)
-        guard let template = definition.detailPath.template(with: parameters) else {
-            preconditionFailure("details.path \(definition.detailPath) must hold {id} once (the configuration checks it)")
+        if let batch = definition.batch {
+            batchCall = BatchCallPath(batch, parameters: parameters)
+            detailTemplate = nil
+        } else {
+            guard let template = definition.detailPath?.template(with: parameters) else {
+                preconditionFailure("details.path \(definition.detailPath.map(String.init(describing:)) ?? "(none)") must hold {id} once (the configuration checks it)")
+            }
+            batchCall = nil
+            detailTemplate = template
         }
-        detailTemplate = template
         callHeaders = upstream.headers(for: caller)
+        identity = caller.identity
+        self.sharing = sharing ?? (definition.batch == nil ? nil : DetailSharing(resource: name, definition: definition))
+        detailCache = sharing?.cache
     }
 
     /// One snapshot: the list, each item merged with its details, in list order
-    /// (``snapshotPublisher(trace:)``). Every call, the list's and each item's, goes out as a span of
+    /// (``snapshotPublisher(trace:)``, or ``batchedSnapshotPublisher(trace:)`` with
+    /// `details.batch`). Every call, the list's and each detail or batch call, goes out as a span of
     /// `trace`.
     public func snapshot(trace: TraceContext) -> AnyPublisher<JSON, ResourceError> {
-        snapshotPublisher(trace: trace).eraseToAnyPublisher()
+        guard batchCall == nil else { return batchedSnapshotPublisher(trace: trace).eraseToAnyPublisher() }
+        return snapshotPublisher(trace: trace).eraseToAnyPublisher()
     }
 
     func items(in list: JSON) -> Result<[JSON], ResourceError> {
@@ -100,21 +140,35 @@ public final class ListResource {
     }
 
     func detailPath(of item: JSON) -> String? {
+        guard let template = detailTemplate else { return nil }
         // An id kept in the item's text becomes the path from its bytes, without a `String`.
         // (A closure, not `template.path(forID:)`: a method of a value, partially applied,
         // boxes a copy of the value.)
-        let template = detailTemplate
         if case .raw(let text) = item, let path = text.withStringMember(named: definition.idMember, { template.path(forID: $0) }) {
             return path
         }
         return switch item[definition.idMember] {
-        case .string(let id): detailTemplate.path(for: id)
-        case .number(let id): detailTemplate.path(for: id)
+        case .string(let id): template.path(for: id)
+        case .number(let id): template.path(for: id)
+        default: nil
+        }
+    }
+
+    /// The id of `item`, the text of its `member` (a string, or a number as written); nil
+    /// when it has none, or an empty one. Batched details are matched back by it.
+    static func id(of item: JSON, member: String) -> String? {
+        if case .raw(let text) = item, let id = text.withStringMember(named: member, { String(decoding: $0, as: UTF8.self) }) {
+            return id.isEmpty ? nil : id
+        }
+        return switch item[member] {
+        case .string(let id): id.isEmpty ? nil : id
+        case .number(let id): id
         default: nil
         }
     }
 
     func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
+        if let detailCache { keepDetails(from: document, path: path, in: detailCache) }
         // What ``merge(_:details:)`` splices when both texts are kept and share no name, found
         // without a `JSON` for the details on the way (two lookups and copies per item), and
         // the details' text read once, by the walk that compares the names.
@@ -166,6 +220,27 @@ public final class ListResource {
         if details.textCount == 2 { return .raw(item) }
         if item.textCount == 2 { return .raw(details) }
         return RawJSON(splicedText: RawJSON.splicing(item, details)).map(JSON.raw) ?? .object(item.members + details.members)
+    }
+
+    /// The details kept in the cache for the detail call `path`, if any (counted as a hit).
+    func cachedDetails(at path: String) -> JSON? {
+        guard let detailCache, let details = detailCache.details(for: DetailCache.Key(identity: identity, call: path)) else { return nil }
+        sharing?.cacheHits?.increment()
+        return details
+    }
+
+    /// `item` merged with details from the cache (kept only when they were an object).
+    func merged(_ item: JSON, withCachedDetails details: JSON, path: String) -> Result<JSON?, ResourceError> {
+        guard let merged = Self.merge(item, details: details) else {
+            return .failure(error(.upstreamMalformed, path, "upstream \(upstream.name): GET \(path): expected an object, found \(details.kindDescription)"))
+        }
+        return .success(merged)
+    }
+
+    /// Keeps the details in a detail answer, when they are an object.
+    private func keepDetails(from document: JSON, path: String, in cache: DetailCache) {
+        guard let details = definition.detailAt.value(in: document), details.isObject else { return }
+        cache.keep(DetailCache.compact(details), for: DetailCache.Key(identity: identity, call: path))
     }
 
     func error(_ code: ResourceError.Code, _ path: String, _ message: String) -> ResourceError {

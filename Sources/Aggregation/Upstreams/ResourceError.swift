@@ -21,6 +21,8 @@ public struct ResourceError: Error, Sendable, Equatable, CustomStringConvertible
         case upstreamMalformed = "upstream_malformed"
         /// An item's id cannot name an upstream path (empty, `.` or `..`, not a string or number).
         case invalidItemID = "invalid_item_id"
+        /// A batch answer (`details.batch`) did not return an item it was asked for.
+        case upstreamItemMissing = "upstream_item_missing"
     }
 
     public let code: Code

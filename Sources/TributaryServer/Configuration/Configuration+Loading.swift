@@ -149,9 +149,7 @@ extension Configuration {
             ]))
             let list = try section.requiredSection("list")
             try list.allowOnly(["path", "items", "id"])
-            let details = try section.requiredSection("details")
-            try details.allowOnly(["path", "value"])
-            let detailPath = try upstreamPath(details, "path", itemID: true, parameters: declared)
+            let details = try Self.listDetails(try section.requiredSection("details"), parameters: declared)
             let listPath = try upstreamPath(list, "path", itemID: false, parameters: declared)
             let policyName = try section.string("onItemFailure") ?? ListResource.ItemFailurePolicy.mark.rawValue
             guard let policy = ListResource.ItemFailurePolicy(rawValue: policyName) else {
@@ -162,9 +160,9 @@ extension Configuration {
                 upstream: try section.requiredString("upstream"), routing: routing,
                 definition: ListResource.Definition(
                     listPath: listPath, itemsAt: JSONPath(try list.string("items") ?? ""),
-                    idMember: try list.string("id") ?? "id", detailPath: detailPath,
-                    detailAt: JSONPath(try details.string("value") ?? ""),
-                    concurrency: try section.integer("concurrency", atLeast: 1) ?? 16, onItemFailure: policy))
+                    idMember: try list.string("id") ?? "id", detailPath: details.path, detailAt: details.value,
+                    concurrency: try section.integer("concurrency", atLeast: 1) ?? 16, onItemFailure: policy, batch: details.batch,
+                    batchWindow: details.batchWindow, cacheFor: details.cacheFor, cacheBytes: details.cacheBytes))
             settings.refreshInterval = try section.duration("refreshInterval") ?? settings.refreshInterval
             settings.maxLivePipelines = try section.integer("maxLivePipelines", atLeast: 1) ?? settings.maxLivePipelines
             settings.answers = answers
@@ -314,7 +312,7 @@ extension Configuration {
     /// A required upstream path starting with `/`, whose placeholders are `parameters` of the
     /// resource and, when `itemID`, `{id}` exactly once (a detail or page path); a list or
     /// search path has no `{id}`.
-    private static func upstreamPath(
+    static func upstreamPath(
         _ section: YAMLSection, _ key: String, itemID: Bool, parameters: Set<String>
     ) throws(ConfigurationError) -> UpstreamPath {
         let text = try section.requiredString(key)

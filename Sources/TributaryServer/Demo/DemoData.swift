@@ -85,6 +85,16 @@ enum DemoData {
         return metadata(groupIndex: index, now: now)
     }
 
+    /// The batch form of ``metadata(groupIndex:now:)``: each id that names a group, with its
+    /// id, in the order asked.
+    static func batchMetadata(ids: [String], now: Int64) -> JSON {
+        .object([("result", .array(ids.compactMap { id in
+            guard let index = groupNames.firstIndex(where: { self.id(for: $0) == id }),
+                  let details = metadata(groupIndex: index, now: now)["result"]?.objectValue else { return nil }
+            return .object([("id", .string(id))] + details)
+        }))])
+    }
+
     static let topicTitles = ["Trending now", "New releases", "Documentaries", "Comedy", "For the kids"]
     static let pagesPerTopic = 3
     static let mediasPerPage = 4

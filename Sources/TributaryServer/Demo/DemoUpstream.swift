@@ -2,6 +2,7 @@ public import EventLoop
 import HTTPServer
 import Aggregation
 import Glibc
+import HTTPCore
 
 /// The built-in demo upstream: one HTTP server serving all three upstream APIs of the
 /// default configuration (`tasks`, `media`, `search`) with data that changes over time, so
@@ -11,6 +12,7 @@ import Glibc
 /// |---|---|
 /// | `GET /groups` | `{"result":[{"id","name"}]}` |
 /// | `GET /groups/{id}/metadata` | `{"result":{"taskCount","lastUpdated"}}` (changes every few seconds) |
+/// | `GET /groups/metadata?ids=a,b` (or `?ids=a&ids=b`) | `{"result":[{"id","taskCount","lastUpdated"}]}`, the batch form (unknown ids left out) |
 /// | `GET /topics` | `{"result":[{"id","title"}]}` |
 /// | `GET /topics/{id}/medias?page=N` | `{"result":[{"id","title"}],"next":"N+1"\|null}` |
 /// | `GET /search/repositories?q=…` | `{"items":[{"id","name","fullName","description","stargazersCount"}]}` |
@@ -30,6 +32,11 @@ public final class DemoUpstream {
                 return request.respond(.notFound("no group \(request.parameters["id"] ?? "")"))
             }
             request.respond(json: DemoData.metadata(groupIndex: index, now: Int64(time(nil))))
+        }
+        router.add(.get, "/groups/metadata") { request in
+            let ids = Self.batchIDs(in: request.uri)
+            guard !ids.isEmpty else { return request.respond(.badRequest("name the groups: ?ids=a,b,c or ?ids=a&ids=b")) }
+            request.respond(json: DemoData.batchMetadata(ids: ids, now: Int64(time(nil))))
         }
         router.add(.get, "/topics") { $0.respond(json: DemoData.topics) }
         router.add(.get, "/topics/{id}/medias") { request in
@@ -70,6 +77,17 @@ public final class DemoUpstream {
             }
             request.parameters = parameters
             handle(request)
+        }
+    }
+
+    /// The ids of a batch call's target: every `ids` value, split at its raw commas, each then
+    /// percent-decoded (a comma inside an id comes as `%2C`).
+    static func batchIDs(in target: String) -> [String] {
+        guard let query = target.split(separator: "?", maxSplits: 1).dropFirst().first else { return [] }
+        return query.split(separator: "&").flatMap { pair -> [String] in
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, parts[0] == "ids" else { return [] }
+            return parts[1].split(separator: ",").compactMap { QueryString.percentDecoded(String($0)) }
         }
     }
 

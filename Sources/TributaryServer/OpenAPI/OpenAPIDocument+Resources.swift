@@ -23,7 +23,14 @@ extension OpenAPIDocument {
         switch resource {
         case .list(let settings):
             let definition = settings.definition
-            summary = "`\(definition.listPath)` of upstream `\(settings.upstream)`, each item merged with its `\(definition.detailPath)`"
+            if let batch = definition.batch {
+                summary = "`\(definition.listPath)` of upstream `\(settings.upstream)`, each item merged with its details from `\(batch.path)`, fetched up to \(batch.max) items a call"
+                if definition.onItemFailure == .fail {
+                    errors.append(OpenAPI.ErrorCase(status: 502, code: "upstream_item_missing", when: "a batch answer left out an item"))
+                }
+            } else {
+                summary = "`\(definition.listPath)` of upstream `\(settings.upstream)`, each item merged with its `\(definition.detailPath.map(String.init(describing:)) ?? "")`"
+            }
             triggers = SharedLiveView.triggerNames
             diff = PatchIdentity.diff(definition)
         case .pages(let settings):

@@ -32,13 +32,15 @@ final class ListResourceRoutes {
     let answers: JSONAnswers
     /// Who may call it, and how often.
     let door: ResourceDoor
+    /// What its snapshots share about details: the worker's batch windows, the detail cache.
+    let details: DetailSharing?
     /// The resource as every request without parameters or identity asks for it, made once.
     private let everyone: ListResource
 
     init(
         name: String, settings: Configuration.ListSettings, definition: Configuration.ResourceDefinition, upstream: Upstream,
         requests: ResourceRequestReader, pipelines: WorkerPipelines, reload: @escaping @Sendable () -> Void,
-        streams: EventStreamHub, admin: AdminToken, answers: JSONAnswers, door: ResourceDoor
+        streams: EventStreamHub, admin: AdminToken, answers: JSONAnswers, door: ResourceDoor, details: DetailSharing?
     ) {
         self.name = name
         self.settings = settings
@@ -51,7 +53,8 @@ final class ListResourceRoutes {
         self.admin = admin
         self.answers = answers
         self.door = door
-        everyone = ListResource(name: name, upstream: upstream, definition: settings.definition)
+        self.details = details
+        everyone = ListResource(name: name, upstream: upstream, definition: settings.definition, sharing: details)
     }
 
     /// How a stream of the resource gets its view: the shared pipeline of its key.
@@ -88,6 +91,8 @@ final class ListResourceRoutes {
     /// The resource for what `asked` names: the one made once, when it names nothing.
     private func resource(for asked: ResourceRequest) -> ListResource {
         guard !asked.parameters.isEmpty || !asked.caller.forwardedHeaders.isEmpty else { return everyone }
-        return ListResource(name: name, upstream: upstream, definition: settings.definition, parameters: asked.parameters, caller: asked.caller)
+        return ListResource(
+            name: name, upstream: upstream, definition: settings.definition, parameters: asked.parameters, caller: asked.caller,
+            sharing: details)
     }
 }
