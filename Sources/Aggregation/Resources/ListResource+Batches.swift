@@ -43,10 +43,8 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
     private var onResult: ((Result<JSON, ResourceError>) -> Void)?
     private var listFetch: BatchedListFetch?
     private var items: [JSON] = []
-    /// Each item merged (or marked), in list order; `.null` until it is.
-    private var merged: [JSON] = []
-    private var droppedItems: [Int] = []
-    private var settledCount = 0
+    /// The answer as the details come in.
+    private var merged = MergedItems(count: 0)
     /// For each item, the next item of the same id (-1: none): an id is asked once, tagged
     /// with its first item, and its details go to every item of the chain.
     private var nextOfSameID: [Int] = []
@@ -95,7 +93,7 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
     private func listed(_ items: [JSON]) {
         guard onResult != nil else { return }
         self.items = items
-        merged = Array(repeating: .null, count: items.count)
+        merged = MergedItems(count: items.count)
         nextOfSameID = Array(repeating: -1, count: items.count)
         var firstOfID: [String: Int] = [:]
         firstOfID.reserveCapacity(items.count)
@@ -159,28 +157,16 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
         return .success(merged)
     }
 
-    /// Records item `index`'s outcome, under ``ListResource/ItemFailurePolicy`` when it failed.
+    /// Records item `index`'s outcome; an item failure that fails the snapshot finishes it.
     private func settle(_ index: Int, _ result: Result<JSON?, ResourceError>) {
-        settledCount += 1
-        switch result {
-        case .success(let value?):
-            merged[index] = value
-        case .success(nil):
-            droppedItems.append(index)
-        case .failure(let error):
-            switch resource.definition.onItemFailure {
-            case .mark: merged[index] = ListResource.marked(items[index], with: error)
-            case .drop: droppedItems.append(index)
-            case .fail: finish(.failure(error))
-            }
+        if let failure = merged.settle(index, result, item: items[index], policy: resource.definition.onItemFailure) {
+            finish(.failure(failure))
         }
     }
 
     private func finishIfSettled() {
-        guard onResult != nil, settledCount == items.count else { return }
-        guard !droppedItems.isEmpty else { return finish(.success(.array(merged))) }
-        let dropped = Set(droppedItems)
-        finish(.success(.array(merged.indices.filter { !dropped.contains($0) }.map { merged[$0] })))
+        guard onResult != nil, merged.isComplete else { return }
+        finish(.success(merged.document))
     }
 
     /// Delivers the result once; ids still awaited (when an item fails the snapshot) are

@@ -34,18 +34,12 @@ private final class ListFanOut: Cancellable {
     private var onResult: ((Result<JSON, ResourceError>) -> Void)?
     private var listFetch: ListFetch?
     fileprivate private(set) var items: [JSON] = []
-    /// Each item merged with its details (or marked), in list order; `.null` until its fetch
-    /// ends, and for an item dropped. The answer is this array itself unless an item was
-    /// dropped: an array of optionals cost a copy of every item (a retain, and a release
-    /// later) into a second array for the answer.
-    private var merged: [JSON] = []
-    /// The indexes of the items dropped (``ItemFailurePolicy/drop``), left out of the answer.
-    private var droppedItems: [Int] = []
+    /// The answer as the details come in.
+    private var merged = MergedItems(count: 0)
     /// The detail fetches in flight, by item index.
     private var fetches: [DetailFetch?] = []
     private var nextItem = 0
     private var inFlight = 0
-    private var finishedCount = 0
     private var isStarting = false
 
     init(resource: ListResource, trace: TraceContext, onResult: @escaping (Result<JSON, ResourceError>) -> Void) {
@@ -84,7 +78,7 @@ private final class ListFanOut: Cancellable {
     private func received(_ items: [JSON]) {
         guard onResult != nil else { return }
         self.items = items
-        merged = Array(repeating: .null, count: items.count)
+        merged = MergedItems(count: items.count)
         fetches = Array(repeating: nil, count: items.count)
         startDetails()
     }
@@ -101,11 +95,7 @@ private final class ListFanOut: Cancellable {
             inFlight += 1
             startDetail(index)
         }
-        if onResult != nil, finishedCount == items.count {
-            guard !droppedItems.isEmpty else { return finish(.success(.array(merged))) }
-            let dropped = Set(droppedItems)
-            finish(.success(.array(merged.indices.filter { !dropped.contains($0) }.map { merged[$0] })))
-        }
+        if onResult != nil, merged.isComplete { finish(.success(merged.document)) }
     }
 
     private func startDetail(_ index: Int) {
@@ -135,24 +125,13 @@ private final class ListFanOut: Cancellable {
         resource.merged(item, withDetailsFrom: document, path: path)
     }
 
-    /// `result` is handed over: its value moves into ``merged`` (a copy cost a retain, and a
-    /// release when the result was destroyed).
+    /// `result` is handed over: its value moves into ``merged``.
     fileprivate func detailEnded(_ index: Int, _ result: consuming Result<JSON?, ResourceError>) {
         guard onResult != nil else { return }
         fetches[index] = nil
         inFlight -= 1
-        finishedCount += 1
-        switch consume result {
-        case .success(let value?):
-            merged[index] = value
-        case .success(nil):
-            droppedItems.append(index)
-        case .failure(let error):
-            switch resource.definition.onItemFailure {
-            case .mark: merged[index] = ListResource.marked(items[index], with: error)
-            case .drop: droppedItems.append(index)
-            case .fail: return finish(.failure(error))
-            }
+        if let failure = merged.settle(index, consume result, item: items[index], policy: resource.definition.onItemFailure) {
+            return finish(.failure(failure))
         }
         startDetails()
     }

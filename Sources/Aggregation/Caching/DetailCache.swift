@@ -39,36 +39,11 @@ public final class DetailCache: Sendable {
     /// How long details are reused after they were fetched.
     public let maxAge: Duration
     private let clock: @Sendable () -> ContinuousClock.Instant
-    private let store: Mutex<Store>
+    private let store: Mutex<ByteBudgetedEntries<Key, Fetched>>
 
-    private struct Entry {
+    private struct Fetched {
         let details: JSON
-        let fetchedAt: ContinuousClock.Instant
-        /// Its place in ``Store/order``: a use moves it to the end.
-        var stamp: UInt64
-        let bytes: Int
-    }
-
-    private struct Store {
-        let budget: Int
-        var entries: [Key: Entry] = [:]
-        var bytes = 0
-        /// Keys in the order of their last use, oldest first from `orderHead`, each with the
-        /// stamp of that use: an older place of a key used again is skipped (its stamp no
-        /// longer matches) and dropped once places outnumber entries.
-        var order: [(key: Key, stamp: UInt64)] = []
-        var orderHead = 0
-        var nextStamp: UInt64 = 0
-
-        mutating func stamp(_ key: Key) -> UInt64 {
-            nextStamp += 1
-            order.append((key, nextStamp))
-            return nextStamp
-        }
-
-        mutating func remove(_ key: Key) {
-            if let entry = entries.removeValue(forKey: key) { bytes -= entry.bytes }
-        }
+        let at: ContinuousClock.Instant
     }
 
     /// A cache of at most `budget` bytes whose details are reused for `maxAge`; `clock` tells
@@ -76,7 +51,7 @@ public final class DetailCache: Sendable {
     public init(maxAge: Duration, budget: Int, clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.maxAge = maxAge
         self.clock = clock
-        store = Mutex(Store(budget: budget))
+        store = Mutex(ByteBudgetedEntries(budget: budget))
     }
 
     /// The details kept for `key`, if fetched no longer than ``maxAge`` ago; a hit counts as
@@ -84,15 +59,13 @@ public final class DetailCache: Sendable {
     public func details(for key: Key) -> JSON? {
         let now = clock()
         return store.withLock { store -> JSON? in
-            guard var entry = store.entries[key] else { return nil }
-            guard now - entry.fetchedAt < maxAge else {
+            guard let fetched = store[key] else { return nil }
+            guard now - fetched.at < maxAge else {
                 store.remove(key)
                 return nil
             }
-            entry.stamp = store.stamp(key)
-            store.entries[key] = entry
-            Self.compactOrder(&store)
-            return entry.details
+            store.touch(key)
+            return fetched.details
         }
     }
 
@@ -100,52 +73,25 @@ public final class DetailCache: Sendable {
     /// now, in place of what it had. Details larger than the whole budget are not kept.
     public func keep(_ details: JSON, for key: Key) {
         let bytes = details.serializedCount + key.call.utf8.count + key.identity.digest.utf8.count + Self.entryOverhead
-        let now = clock()
-        store.withLock { store in
-            store.remove(key)
-            guard bytes <= store.budget else { return }
-            store.entries[key] = Entry(details: details, fetchedAt: now, stamp: store.stamp(key), bytes: bytes)
-            store.bytes += bytes
-            while store.bytes > store.budget, store.orderHead < store.order.count {
-                let (oldest, stamp) = store.order[store.orderHead]
-                store.orderHead += 1
-                if store.entries[oldest]?.stamp == stamp { store.remove(oldest) }
-            }
-            Self.compactOrder(&store)
-        }
+        let fetched = Fetched(details: details, at: clock())
+        store.withLock { $0.keep(fetched, for: key, bytes: bytes) }
     }
 
     /// Bytes the entries count now (at most the budget).
     public var keptBytes: Int { store.withLock { $0.bytes } }
 
     /// Entries kept now.
-    public var keptCount: Int { store.withLock { $0.entries.count } }
+    public var keptCount: Int { store.withLock { $0.count } }
 
     /// Places the order holds now, those of entries gone or used again included (about
     /// twice ``keptCount`` at most, plus a few).
-    public var orderSlots: Int { store.withLock { $0.order.count - $0.orderHead } }
+    public var orderSlots: Int { store.withLock { $0.orderSlots } }
 
     /// `details` in a text of its own, as the cache keeps it: an object kept as a part of a
     /// larger body (a batch answer, a detail answer) is copied out, so the entry holds and
     /// counts only its own bytes.
     public static func compact(_ details: JSON) -> JSON {
         (try? JSON(parsing: details.serialized, keeping: .objects)) ?? details
-    }
-
-    /// Drops the places no entry holds any more: those eviction passed, once they are as many
-    /// as the rest, and older places of keys used again, once there are more than twice as
-    /// many places as entries. Each place is dropped once: keeping and reading stay O(1)
-    /// amortized.
-    private static func compactOrder(_ store: inout Store) {
-        let slots = store.order.count - store.orderHead
-        if slots > 2 * store.entries.count + 16 {
-            let entries = store.entries
-            store.order = store.order[store.orderHead...].filter { entries[$0.key]?.stamp == $0.stamp }
-            store.orderHead = 0
-        } else if store.orderHead > 16 && store.orderHead >= slots {
-            store.order.removeFirst(store.orderHead)
-            store.orderHead = 0
-        }
     }
 }
 
