@@ -35,7 +35,8 @@ struct HostileUpstreamBodyTests {
         return kilobytes * 1024
     }
 
-    @Test("8 MiB bodies of tiny values: each answer is 502 upstream_malformed, and the process grows by less than 100 MiB")
+    @Test("8 MiB bodies of tiny values: each answer is 502 upstream_malformed, and the process grows by less than 100 MiB",
+          .disabled(if: AddressSanitizer.isActive, "ASan's quarantine holds freed memory: the bound is checked in the plain pass"))
     func tinyValues() async throws {
         let bodies = Dictionary(uniqueKeysWithValues: Self.shapes.map { ("/" + $0.name, Self.body($0)) })
         let upstream = try await ScriptedUpstream.start { request in
