@@ -43,6 +43,7 @@ type Subscriber struct {
 	CloseWhy  string
 	Port      int    // the service's port it is connected to
 	Path      string // what it asked for, e.g. /groups or /events?resource=groups&resource=rows
+	Header    string // more request header lines it sends ("Name: value\r\n"), if any
 	wanted    int    // snapshots that make it ready: one per resource its stream carries
 	LastError string // the data of the last error event (a refresh failed), if any
 	// The bytes of the event that brought the latest version (with its blank line), and its kind.
@@ -55,6 +56,9 @@ type SSEClients struct {
 	epfd           int
 	ports          []int
 	paths          []string
+	// Headers, if set, are more request header lines ("Authorization: Bearer x\r\n"): the i-th
+	// subscriber sends Headers[i % len(Headers)] (set before Run).
+	Headers        []string
 	Subs           []*Subscriber
 	byFD           map[int]*Subscriber
 	Next           int // next subscriber to connect
@@ -106,6 +110,9 @@ func (c *SSEClients) startConnects() error {
 			wanted = 1
 		}
 		s := &Subscriber{fd: fd, State: StConnecting, Port: c.ports[c.Next%len(c.ports)], Path: path, wanted: wanted}
+		if len(c.Headers) > 0 {
+			s.Header = c.Headers[c.Next%len(c.Headers)]
+		}
 		err = syscall.Connect(fd, &syscall.SockaddrInet4{Port: s.Port, Addr: [4]byte{127, 0, 0, 1}})
 		if err != nil && err != syscall.EINPROGRESS {
 			syscall.Close(fd)
@@ -167,7 +174,7 @@ func (c *SSEClients) connected(s *Subscriber, events uint32) {
 		c.fail(s, fmt.Sprintf("connect: %v", syscall.Errno(soErr)))
 		return
 	}
-	request := GetRequest(s.Path, fmt.Sprintf("127.0.0.1:%d", s.Port), "text/event-stream")
+	request := GetRequestWith(s.Path, fmt.Sprintf("127.0.0.1:%d", s.Port), "text/event-stream", s.Header)
 	if written, err := syscall.Write(s.fd, request); err != nil || written != len(request) {
 		c.fail(s, fmt.Sprintf("write request: %v", err))
 		return

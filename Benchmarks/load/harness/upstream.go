@@ -101,11 +101,16 @@ var NotFound = []byte("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
 // GetRequest is a GET request for path to host (ADDR:PORT) with an Accept header unless
 // accept is empty, as a client writes it on a raw socket.
 func GetRequest(path, host, accept string) []byte {
+	return GetRequestWith(path, host, accept, "")
+}
+
+// GetRequestWith is GetRequest with more header lines, each ending in CRLF ("" for none).
+func GetRequestWith(path, host, accept, headers string) []byte {
 	request := "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n"
 	if accept != "" {
 		request += "Accept: " + accept + "\r\n"
 	}
-	return []byte(request + "\r\n")
+	return []byte(request + headers + "\r\n")
 }
 
 // PortOfURL is the port of http://HOST:PORT.
