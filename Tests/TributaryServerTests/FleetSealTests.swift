@@ -118,12 +118,18 @@ struct FleetSealTests {
         }
     }
 
-    @Test("reloads carry a nonce and a resource name; leases and locations a replica id")
+    @Test("reloads carry a nonce and a fleet name (a resource's, or a keyed pipeline's); leases and locations a replica id")
     func reloadsAndReplicas() {
         let reload = ClusterMessage.encodeReload(of: "groups", nonce: 0xdead_beef)
         #expect(ClusterMessage.decodeReload(reload[...])?.nonce == 0xdead_beef)
         #expect(ClusterMessage.decodeReload(reload[...])?.resource == "groups")
-        for text in ["groups", "000000000000000g groups", "0000000000000001 ../x", "0000000000000001 "] {
+        let keyed = "teamgroups:" + String(repeating: "0123456789abcdef", count: 2)
+        #expect(ClusterMessage.decodeReload(ClusterMessage.encodeReload(of: keyed, nonce: 1)[...])?.resource == keyed)
+        for text in ["groups", "000000000000000g groups", "0000000000000001 ../x", "0000000000000001 ",
+                     "0000000000000001 groups:", "0000000000000001 :" + String(repeating: "a", count: 32),
+                     "0000000000000001 groups:" + String(repeating: "A", count: 32),
+                     "0000000000000001 groups:" + String(repeating: "a", count: 31),
+                     "0000000000000001 groups:" + String(repeating: "a", count: 32) + ":a"] {
             #expect(ClusterMessage.decodeReload(Array(text.utf8)[...]) == nil, "\(text)")
         }
         let replica = StreamID.random().description

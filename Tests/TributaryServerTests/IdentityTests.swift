@@ -358,6 +358,7 @@ struct FleetSharingKeyTests {
         let core = [try await SSEClient(port: replicas[0].port, path: "/teams/core/groups"),
                     try await SSEClient(port: replicas[1].port, path: "/teams/core/groups")]
         let web = try await SSEClient(port: replicas[1].port, path: "/teams/web/groups")
+        let webID = try await web.announcedID()
         for stream in core { #expect(try await stream.next(type: "snapshot").data == ParameterizedResourceTests.Teams.document(team: "core", status: "-", tag: "-")) }
         #expect(try await web.next(type: "snapshot").data == ParameterizedResourceTests.Teams.document(team: "web", status: "-", tag: "-"))
 
@@ -372,6 +373,14 @@ struct FleetSharingKeyTests {
         #expect(lists == 2, "alice's and bob's pipelines each refreshed once for both replicas")
         #expect(upstream.callsCarriedTheirOwners)
         #expect(teams.requests.filter { $0.uri.hasSuffix("/groups") }.count == 2, "one pipeline for team core in the fleet, one for web")
+
+        // A stream's own reload trigger reaches its key's pipeline, wherever in the fleet it runs
+        // (the reload names the pipeline by the key's digest), and only that one.
+        let webLists: @Sendable ([RecordedRequest]) -> Int = { $0.filter { $0.uri.hasSuffix("/teams/web/groups") }.count }
+        #expect(webLists(teams.requests) == 1)
+        #expect(try await TestHTTP.request(port: replicas[0].port, "POST", "/streams/\(webID)/triggers/reload").status == 202)
+        #expect(await teams.records.wait(timeout: .seconds(5)) { webLists($0) == 2 }, "the web pipeline refreshed once")
+        #expect(teams.requests.filter { $0.uri.hasSuffix("/teams/core/groups") }.count == 1, "core's did not")
 
         let client = try await RawRedisClient(port: redis.port)
         guard case .array(let keys?) = try await client.command("KEYS", "*") else { Issue.record("no keys"); return }

@@ -69,14 +69,22 @@ enum ClusterMessage {
         Array("\(LowercaseHex.string(nonce)) \(resource)".utf8)
     }
 
-    /// The nonce and the resource of a reload.
+    /// The nonce and the fleet name of a reload: a resource's name (every pipeline of it), or
+    /// one keyed pipeline's, the name, a colon and 32 lowercase hex digits
+    /// (``ClusterAgent/fleetName(of:)``: a stream's own reload trigger).
     static func decodeReload(_ payload: ArraySlice<UInt8>) -> (nonce: UInt64, resource: String)? {
         guard payload.count > 17, payload[payload.startIndex + 16] == UInt8(ascii: " ") else { return nil }
         let digits = payload.prefix(16)
         guard digits.allSatisfy(LowercaseHex.isDigit) else { return nil }
-        let resource = String(decoding: payload.dropFirst(17), as: UTF8.self)
-        guard resource.utf8.allSatisfy({ Configuration.resourceNameBytes.contains($0) }) else { return nil }
-        return (LowercaseHex.value(of: digits), resource)
+        let name = payload.dropFirst(17)
+        let colon = name.firstIndex(of: UInt8(ascii: ":"))
+        let resource = name[..<(colon ?? name.endIndex)]
+        guard !resource.isEmpty, resource.allSatisfy({ Configuration.resourceNameBytes.contains($0) }) else { return nil }
+        if let colon {
+            let digest = name[(colon + 1)...]
+            guard digest.count == 32, digest.allSatisfy(LowercaseHex.isDigit) else { return nil }
+        }
+        return (LowercaseHex.value(of: digits), String(decoding: name, as: UTF8.self))
     }
 
     // MARK: - Replicas
