@@ -65,6 +65,12 @@ struct AuthTests {
         #expect(stream.head.header("Cache-Control") == "private, no-cache")
         #expect(try await stream.next(type: "snapshot").data == world.fixture.value.mergedJSON)
         stream.close()
+        // GET /events, EventSource's one stream of several resources, takes it too: the token
+        // is not taken for a resource's parameter.
+        let events = try await world.service.events("/events?resource=groups&access_token=\(token)")
+        #expect(events.head.status == 200)
+        #expect(try await events.next(type: "snapshot").data.contains(#""taskCount""#))
+        events.close()
         await world.stop()
     }
 

@@ -8,7 +8,8 @@ import HTTPServer
 /// no `resource` (400), more than ``maximumResources`` (400), one asked for twice (400), one
 /// that does not exist (404 `unknown_resource`), a parameter without the `<resource>.` prefix
 /// or for a resource the stream does not carry (400). `updates` is the stream's own, for
-/// every resource (``EventUpdates``; 400 `invalid_parameter` for a value it does not know).
+/// every resource (``EventUpdates``; 400 `invalid_parameter` for a value it does not know);
+/// `access_token` is the client's bearer token (``BearerToken``), no resource's.
 struct EventsQuery {
     /// Resources on one stream at most: each is a subscription, and for views of their own
     /// (`rows`, `search`) a pipeline of its own, so one request must not open unboundedly many.
@@ -45,7 +46,8 @@ struct EventsQuery {
             subscriptions.append(Subscription(resource: resource))
         }
         var updates: String?
-        for (name, value) in pairs where name != "resource" {
+        // `access_token` is the bearer token (RFC 6750 §2.3), read by the access gate before this.
+        for (name, value) in pairs where name != "resource" && name != BearerToken.queryName {
             if name == EventUpdates.parameter {
                 updates = value
                 continue
