@@ -25,7 +25,7 @@ struct ResourceRequestReader {
     private let forwardedHeaderNames: [String]
     /// Whether a token is required (`auth.required`): its subject is then part of the identity.
     private let authRequired: Bool
-    private let hasher: IdentityHasher
+    private let identities: RecentIdentities
     /// What every request asks of a resource without parameters or identity, made once.
     private let everyone: ResourceRequest
 
@@ -35,7 +35,7 @@ struct ResourceRequestReader {
         queryParameters = Set(routing.parameters.filter { $0.location == .query }.map(\.name))
         forwardedHeaderNames = forwarding
         self.authRequired = authRequired
-        self.hasher = hasher
+        identities = RecentIdentities(hasher: hasher)
         everyone = ResourceRequest(parameters: .none, caller: .anonymous, key: .publicDocument(of: resource))
     }
 
@@ -85,6 +85,6 @@ struct ResourceRequestReader {
         }
         // The subject alone was hashed once, when the token was verified.
         if headers.isEmpty, let credential { return Caller(identity: credential.subjectIdentity, forwardedHeaders: []) }
-        return Caller(identity: hasher.identity(subject: credential?.subject, headers: headers), forwardedHeaders: headers)
+        return Caller(identity: identities.identity(subject: credential?.subject, headers: headers), forwardedHeaders: headers)
     }
 }

@@ -1,0 +1,45 @@
+import Aggregation
+import Testing
+@testable import TributaryServer
+
+/// A reader's memory of the identities it hashed last: the same identity as the hasher's,
+/// never one caller's for another, and bounded.
+@Suite("Recent identities: remembered hashes, never crossed, bounded")
+struct RecentIdentitiesTests {
+    static let hasher = IdentityHasher(secret: Array("recent-identities-tests".utf8))
+
+    @Test("a remembered identity is the hasher's, asked again or not")
+    func sameAsHasher() {
+        let recent = RecentIdentities(hasher: Self.hasher)
+        let headers = [(name: "Authorization", value: "Bearer alice")]
+        let first = recent.identity(subject: nil, headers: headers)
+        #expect(first == Self.hasher.identity(subject: nil, headers: headers))
+        #expect(recent.identity(subject: nil, headers: headers) == first)
+        #expect(recent.count == 1)
+    }
+
+    @Test("callers whose parts only join alike get identities of their own", arguments: [
+        ((nil, [("Authorization", "Bearer a")]), ("", [("Authorization", "Bearer a")])),
+        (("a", [("X-Key", "b")]), ("a|", [("X-Key", "b")])),
+        ((nil, [("X-A", "1:x"), ("X-B", "2")]), (nil, [("X-A", "1"), ("X-B", ":x2")])),
+        (("sub", []), ("sub", [("X-Key", "")])),
+    ] as [((String?, [(String, String)]), (String?, [(String, String)]))])
+    func neverCrossed(first: (String?, [(String, String)]), second: (String?, [(String, String)])) {
+        let recent = RecentIdentities(hasher: Self.hasher)
+        let a = recent.identity(subject: first.0, headers: first.1.map { (name: $0.0, value: $0.1) })
+        let b = recent.identity(subject: second.0, headers: second.1.map { (name: $0.0, value: $0.1) })
+        #expect(a == Self.hasher.identity(subject: first.0, headers: first.1.map { (name: $0.0, value: $0.1) }))
+        #expect(b == Self.hasher.identity(subject: second.0, headers: second.1.map { (name: $0.0, value: $0.1) }))
+        #expect(a != b)
+    }
+
+    @Test("at most limit identities are remembered: a flood of new callers starts it over")
+    func bounded() {
+        let recent = RecentIdentities(hasher: Self.hasher)
+        for index in 0..<(3 * RecentIdentities.limit + 5) {
+            _ = recent.identity(subject: nil, headers: [(name: "Authorization", value: "Bearer \(index)")])
+            #expect(recent.count <= RecentIdentities.limit)
+        }
+        #expect(recent.count == 5, "forgotten at 1,025, 2,049 and 3,073: five since")
+    }
+}
