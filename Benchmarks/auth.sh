@@ -10,23 +10,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 duration=${DURATION:-10s}
 connections=${CONNECTIONS:-100}
 workers=${WORKERS:-2}
-work=$(mktemp -d)
-pids=()
-stop() {
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap stop EXIT
+source "$root/Benchmarks/processes.sh"
 (cd "$root" && swift build -c release --product tributary >/dev/null && swift build -c release --product AuthBench >/dev/null)
 bin=$root/.build/release/tributary
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$1/$2" && return; sleep 0.1; done; echo "no answer on $1" >&2; exit 1; }
-
-up=$(free_port)
-"$bin" demo-upstream --listen "127.0.0.1:$up" 2>/dev/null &
-pids+=($!)
-wait_port "$up" groups
+start_demo_upstream "$bin"
 
 "$root/.build/release/AuthBench" sign 100 >"$work/signed"
 pem=$(head -1 "$work/signed")

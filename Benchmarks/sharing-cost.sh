@@ -34,14 +34,7 @@ duration=${DURATION:-10s}
 connections=${CONNECTIONS:-100}
 workers=${WORKERS:-2}
 count=${COUNT:-200}
-work=$(mktemp -d)
-pids=()
-stop() {
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap stop EXIT
-trap 'exit 130' INT TERM
+source "$root/Benchmarks/processes.sh"
 if [ -z "${TRIBUTARY_BIN:-}" ]; then
     (cd "$root" && nice -n 19 swift build -c release --product tributary >/dev/null)
     TRIBUTARY_BIN=$root/.build/release/tributary
@@ -49,13 +42,7 @@ fi
 bin=$work/tributary   # a copy: a rebuild during the run changes nothing
 cp "$TRIBUTARY_BIN" "$bin"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$1/$2" && return; sleep 0.1; done; echo "no answer on $1" >&2; exit 1; }
-
-up=$(free_port)
-"$bin" demo-upstream --listen "127.0.0.1:$up" 2>/dev/null &
-pids+=($!)
-wait_port "$up" groups
+start_demo_upstream "$bin"
 
 # Two upstreams on the one demo origin (so one connection budget of 128): `tasks` as shipped,
 # `accounts` the same with the client's Authorization forwarded. Four resources that differ
