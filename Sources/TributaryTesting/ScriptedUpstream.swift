@@ -151,9 +151,13 @@ public final class ScriptedUpstream: Sendable {
 
         /// Sends every held answer whose condition `requests` now satisfy.
         func release(given requests: [RecordedRequest]) {
-            let ready = waiting.filter { $0.condition(requests) }
-            waiting.removeAll { entry in entry.condition(requests) }
-            for entry in ready { entry.send() }
+            var ready: [() -> Void] = []
+            waiting.removeAll { entry in
+                guard entry.condition(requests) else { return false }
+                ready.append(entry.send)
+                return true
+            }
+            for send in ready { send() }
         }
     }
 
@@ -185,6 +189,7 @@ public final class ScriptedUpstream: Sendable {
         }
         request.onDisconnect = { end(true) }
         if reply.hangs { return }
+        // This request may be what a held answer waits for, its own included.
         if let condition = reply.releasedWhen { held.hold(until: condition, send) }
         held.release(given: records.value)
         if reply.releasedWhen != nil { return }
