@@ -245,8 +245,10 @@ let package = Package(
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 // deploy/compose.yaml read as Docker Compose reads it (DeployFilesTests).
                 .product(name: "Yams", package: "Yams"),
-                // Tokens signed in the tests, with keys made in the tests (TestTokens).
+                // Tokens signed in the tests, with keys made in the tests (TestTokens), and
+                // tokens whose claims no encoder writes, signed with HMAC (HostileNumbersTests).
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
