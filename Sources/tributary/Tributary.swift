@@ -32,14 +32,17 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "trace, debug, info, notice, warning, error or critical (env TRIBUTARY_LOG_LEVEL).")
     var logLevel: String?
 
-    /// The layered configuration, or exit with a message naming the bad key. The file is the
-    /// one `--config` or `TRIBUTARY_CONFIG` names (it must exist), else `config/tributary.yaml`
-    /// in the working directory if there is one, else the copy of it built into the binary.
+    /// The layered configuration, or exit status 1 with a message naming the bad key (not a
+    /// usage error: the command line was fine, the settings were not). The file is the one
+    /// `--config` or `TRIBUTARY_CONFIG` names (it must exist), else `config/tributary.yaml` in
+    /// the working directory if there is one, else the copy of it built into the binary.
     func load(extraUpstreams: [String] = []) throws -> (configuration: Configuration, source: String) {
         do {
             return try reload(extraUpstreams: extraUpstreams)
         } catch let error as ConfigurationError {
-            throw ValidationError("invalid configuration: \(error)")
+            let message = Array("Error: invalid configuration: \(error)\n".utf8)
+            _ = message.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            throw ExitCode.failure
         }
     }
 

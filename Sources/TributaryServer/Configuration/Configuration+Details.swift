@@ -37,7 +37,7 @@ extension Configuration {
             details.batchWindow = window
         }
         details.cacheFor = try section.duration("cacheFor") ?? details.cacheFor
-        details.cacheBytes = try section.integer("cacheBytes", atLeast: 0) ?? details.cacheBytes
+        details.cacheBytes = try section.integer("cacheBytes") ?? details.cacheBytes
         return details
     }
 
@@ -56,6 +56,6 @@ extension Configuration {
         guard !idMember.isEmpty else { throw ConfigurationError(section.location("id"), "expected the name of the member that holds an item's id") }
         return DetailBatch(
             path: try upstreamPath(section, "path", itemID: false, parameters: parameters), parameter: parameter, style: style,
-            max: try section.integer("max", atLeast: 1) ?? 50, itemsAt: JSONPath(try section.string("items") ?? ""), idMember: idMember)
+            max: try section.integer("max") ?? 50, itemsAt: JSONPath(try section.string("items") ?? ""), idMember: idMember)
     }
 }

@@ -61,17 +61,17 @@ extension Configuration {
             }
             server.logLevel = try section.string("logLevel") ?? server.logLevel
             server.requestTimeout = try section.duration("requestTimeout") ?? server.requestTimeout
-            server.maxHeaderBytes = try section.integer("maxHeaderBytes", atLeast: 1024) ?? server.maxHeaderBytes
-            server.maxBodyBytes = try section.integer("maxBodyBytes", atLeast: 0) ?? server.maxBodyBytes
-            server.maxConnections = try section.integer("maxConnections", atLeast: 1) ?? server.maxConnections
+            server.maxHeaderBytes = try section.integer("maxHeaderBytes") ?? server.maxHeaderBytes
+            server.maxBodyBytes = try section.integer("maxBodyBytes") ?? server.maxBodyBytes
+            server.maxConnections = try section.integer("maxConnections") ?? server.maxConnections
             server.shutdownTimeout = try section.duration("shutdownTimeout") ?? server.shutdownTimeout
             server.adminToken = try section.string("adminToken").flatMap { $0.isEmpty ? nil : $0 }
             server.corsOrigins = try section.strings("corsOrigins") ?? server.corsOrigins
-            server.staleIfErrorBytes = try section.integer("staleIfErrorBytes", atLeast: 0) ?? server.staleIfErrorBytes
-            server.maxIdentities = try section.integer("maxIdentities", atLeast: 1) ?? server.maxIdentities
+            server.staleIfErrorBytes = try section.integer("staleIfErrorBytes") ?? server.staleIfErrorBytes
+            server.maxIdentities = try section.integer("maxIdentities") ?? server.maxIdentities
             server.rateLimit = try section.section("rateLimit").map { section throws(ConfigurationError) in try Self.rateLimit(section) }
             server.trustedProxies = try Self.trustedProxies(section) ?? server.trustedProxies
-            server.maxStreamsPerClient = try section.integer("maxStreamsPerClient", atLeast: 1)
+            server.maxStreamsPerClient = try section.integer("maxStreamsPerClient")
         }
         if let section = try root.section("auth") {
             auth = try Self.auth(section, environment: environment)
@@ -80,19 +80,14 @@ extension Configuration {
             try section.allowOnly(["heartbeat", "retry", "sendBuffer", "maxSubscribers"])
             sse.heartbeat = try section.duration("heartbeat") ?? sse.heartbeat
             sse.retry = try section.duration("retry") ?? sse.retry
-            sse.sendBuffer = try section.integer("sendBuffer", atLeast: 4096) ?? sse.sendBuffer
-            sse.maxSubscribers = try section.integer("maxSubscribers", atLeast: 1) ?? sse.maxSubscribers
+            sse.sendBuffer = try section.integer("sendBuffer") ?? sse.sendBuffer
+            sse.maxSubscribers = try section.integer("maxSubscribers") ?? sse.maxSubscribers
         }
         if let section = try root.section("cluster") {
             try section.allowOnly(["redis", "leaseTTL", "keyPrefix", "secret"])
             // The Redis may come from the environment or the command line instead.
             var cluster = Configuration.Cluster(redis: RedisEndpoint(host: "unset"))
-            if let ttl = try section.duration("leaseTTL") {
-                guard ttl >= .milliseconds(300) else {
-                    throw ConfigurationError(section.location("leaseTTL"), "expected at least 300ms, found \(ttl)")
-                }
-                cluster.leaseTTL = ttl
-            }
+            cluster.leaseTTL = try section.duration("leaseTTL") ?? cluster.leaseTTL
             if let prefix = try section.string("keyPrefix") {
                 guard !prefix.isEmpty, !prefix.contains(where: { $0.isWhitespace }) else {
                     throw ConfigurationError(section.location("keyPrefix"), "expected a non-empty prefix without spaces, found \"\(prefix)\"")
@@ -115,11 +110,11 @@ extension Configuration {
             ])
             var upstream = UpstreamSettings(url: try Self.baseURL(try section.requiredString("url"), at: section.location("url")))
             upstream.policy.timeout = try section.duration("timeout") ?? upstream.policy.timeout
-            upstream.policy.retries = try section.integer("retries", atLeast: 0) ?? upstream.policy.retries
+            upstream.policy.retries = try section.integer("retries") ?? upstream.policy.retries
             upstream.policy.backoff = try section.duration("backoff") ?? upstream.policy.backoff
-            upstream.poolSize = try section.integer("poolSize", atLeast: 1) ?? upstream.poolSize
-            upstream.maxQueue = try section.integer("maxQueue", atLeast: 0) ?? upstream.maxQueue
-            upstream.policy.maxResponseBytes = try section.integer("maxResponseBytes", atLeast: 1024) ?? upstream.policy.maxResponseBytes
+            upstream.poolSize = try section.integer("poolSize") ?? upstream.poolSize
+            upstream.maxQueue = try section.integer("maxQueue") ?? upstream.maxQueue
+            upstream.policy.maxResponseBytes = try section.integer("maxResponseBytes") ?? upstream.policy.maxResponseBytes
             if let breaker = try section.section("circuitBreaker") {
                 upstream.circuitBreaker = try Self.circuitBreaker(breaker)
             }
@@ -161,10 +156,10 @@ extension Configuration {
                 definition: ListResource.Definition(
                     listPath: listPath, itemsAt: JSONPath(try list.string("items") ?? ""),
                     idMember: try list.string("id") ?? "id", detailPath: details.path, detailAt: details.value,
-                    concurrency: try section.integer("concurrency", atLeast: 1) ?? 16, onItemFailure: policy, batch: details.batch,
+                    concurrency: try section.integer("concurrency") ?? 16, onItemFailure: policy, batch: details.batch,
                     batchWindow: details.batchWindow, cacheFor: details.cacheFor, cacheBytes: details.cacheBytes))
             settings.refreshInterval = try section.duration("refreshInterval") ?? settings.refreshInterval
-            settings.maxLivePipelines = try section.integer("maxLivePipelines", atLeast: 1) ?? settings.maxLivePipelines
+            settings.maxLivePipelines = try section.integer("maxLivePipelines") ?? settings.maxLivePipelines
             settings.answers = answers
             return .list(settings)
         case "pages":
@@ -185,7 +180,7 @@ extension Configuration {
                     pagePath: try upstreamPath(pages, "path", itemID: true, parameters: declared),
                     pageItemsAt: JSONPath(try pages.string("items") ?? ""), cursorAt: JSONPath(try pages.string("cursor") ?? "next"),
                     cursorParameter: try pages.string("parameter") ?? "page", rowItemKey: try row?.string("item") ?? "item",
-                    rowPagesKey: try row?.string("pages") ?? "items", concurrency: try section.integer("concurrency", atLeast: 1) ?? 8))
+                    rowPagesKey: try row?.string("pages") ?? "items", concurrency: try section.integer("concurrency") ?? 8))
             settings.loadMoreArgument = try section.string("loadMoreArgument") ?? settings.loadMoreArgument
             settings.answers = answers
             return .pages(settings)
@@ -203,7 +198,7 @@ extension Configuration {
                 definition: SearchResource.Definition(
                     path: try upstreamPath(section, "path", itemID: false, parameters: declared), parameter: queryParameter,
                     itemsAt: JSONPath(try section.string("items") ?? ""),
-                    minimumLength: try section.integer("minimumLength", atLeast: 0) ?? 3,
+                    minimumLength: try section.integer("minimumLength") ?? 3,
                     debounce: try section.duration("debounce") ?? .milliseconds(300)),
                 answers: answers))
         default:
@@ -216,13 +211,8 @@ extension Configuration {
     private static func circuitBreaker(_ section: YAMLSection) throws(ConfigurationError) -> CircuitBreaker.Settings {
         try section.allowOnly(["enabled", "failures", "openFor"])
         var settings = CircuitBreaker.Settings()
-        settings.failures = try section.integer("failures", atLeast: 0) ?? settings.failures
-        if let openFor = try section.duration("openFor") {
-            guard openFor > .zero else {
-                throw ConfigurationError(section.location("openFor"), "expected a duration above 0, such as 10s, found \(openFor)")
-            }
-            settings.openFor = openFor
-        }
+        settings.failures = try section.integer("failures") ?? settings.failures
+        settings.openFor = try section.duration("openFor") ?? settings.openFor
         if try section.boolean("enabled") == false { settings.failures = 0 }
         return settings
     }
@@ -300,12 +290,8 @@ extension Configuration {
     private static func answerSettings(_ section: YAMLSection) throws(ConfigurationError) -> JSONAnswerSettings {
         var settings = JSONAnswerSettings()
         settings.coalesce = try section.boolean("coalesce") ?? settings.coalesce
-        if let staleIfError = try section.duration("staleIfError") {
-            guard staleIfError > .zero else {
-                throw ConfigurationError(section.location("staleIfError"), "expected a duration longer than 0s (leave the key out to turn stale answers off)")
-            }
-            settings.staleIfError = staleIfError
-        }
+        // Off unless given, and then longer than zero (its range): leaving it out says "off".
+        settings.staleIfError = try section.duration("staleIfError") ?? settings.staleIfError
         return settings
     }
 
@@ -476,10 +462,7 @@ extension Configuration {
 
     private mutating func apply(_ overrides: Overrides) throws(ConfigurationError) {
         if let listen = overrides.listen { server.listen = try Self.listenAddress(listen, at: "--listen") }
-        if let workers = overrides.workers {
-            guard workers >= 1 else { throw ConfigurationError("--workers", "expected a whole number ≥ 1") }
-            server.workers = workers
-        }
+        if let workers = overrides.workers { server.workers = try Self.workers(String(workers), at: "--workers") }
         if let level = overrides.logLevel { server.logLevel = level }
         if let redis = overrides.redis { try setRedis(redis, at: "--redis") }
         for pair in overrides.upstreams {
@@ -494,11 +477,13 @@ extension Configuration {
         }
     }
 
-    /// A worker count: a whole number ≥ 1, or `auto` for one per online processor.
+    /// A worker count: a whole number in `server.workers`' range, or `auto` for one per online
+    /// processor (within the range too).
     private static func workers(_ text: String, at location: String) throws(ConfigurationError) -> Int {
-        if text == "auto" { return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
-        guard let count = Int(text), count >= 1 else {
-            throw ConfigurationError(location, "expected a whole number ≥ 1 or auto, found \"\(text)\"")
+        let range = SettingRanges.wholeRange(of: "server.workers") ?? 1...1
+        if text == "auto" { return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))).clamped(to: range) }
+        guard let count = Int(text), range.contains(count) else {
+            throw ConfigurationError(location, "expected a whole number \(SettingRanges.describe(.whole(range))) or auto, found \"\(text)\"")
         }
         return count
     }

@@ -8,6 +8,16 @@ struct YAMLSection {
     let path: String
     /// The file, for messages.
     let file: String
+    /// The key path with `*` for each name the file chose, e.g. `resources.*`: where
+    /// ``SettingRanges`` finds the range of a number read here.
+    let pattern: String
+
+    init(mapping: Node.Mapping, path: String, file: String, pattern: String? = nil) {
+        self.mapping = mapping
+        self.path = path
+        self.file = file
+        self.pattern = pattern ?? path
+    }
 
     static func root(yaml: String, file: String) throws(ConfigurationError) -> YAMLSection {
         let node: Node?
@@ -81,10 +91,18 @@ struct YAMLSection {
         }
     }
 
-    func integer(_ key: String, atLeast minimum: Int) throws(ConfigurationError) -> Int? {
+    /// A whole number within the key's range in ``SettingRanges``.
+    func integer(_ key: String) throws(ConfigurationError) -> Int? {
+        guard case .whole(let range) = try bounds(of: key) else { throw undeclared(key) }
+        return try integer(key, in: range)
+    }
+
+    /// A whole number within `range`; anything else (a fraction, text, a number too large for
+    /// any integer) fails naming the range and what was found.
+    func integer(_ key: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
         guard let text = try scalar(key) else { return nil }
-        guard let value = Int(text), value >= minimum else {
-            throw ConfigurationError(location(key), "expected a whole number ≥ \(minimum), found \"\(text)\"")
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigurationError(location(key), "expected a whole number \(SettingRanges.describe(.whole(range))), found \"\(text)\"")
         }
         return value
     }
@@ -99,12 +117,46 @@ struct YAMLSection {
         }
     }
 
+    /// A duration (`250ms`, `5s`, `1m`, `1h`) within the key's range in ``SettingRanges``.
     func duration(_ key: String) throws(ConfigurationError) -> Duration? {
+        guard case .duration(let range) = try bounds(of: key) else { throw undeclared(key) }
+        return try duration(key, in: range)
+    }
+
+    func duration(_ key: String, in range: ClosedRange<Duration>) throws(ConfigurationError) -> Duration? {
         guard let text = try scalar(key) else { return nil }
-        guard let value = ConfigDuration.parse(text) else {
-            throw ConfigurationError(location(key), "expected a duration such as 250ms, 5s or 1m (at most a year), found \"\(text)\"")
+        guard let value = ConfigDuration.parse(text), range.contains(value) else {
+            throw ConfigurationError(
+                location(key), "expected a duration such as 250ms, 5s or 1m \(SettingRanges.describe(.duration(range))), found \"\(text)\"")
         }
         return value
+    }
+
+    /// A rate (`20/s`, `600/m`, `3600/h`) within the key's range in ``SettingRanges``, in
+    /// requests per second.
+    func rate(_ key: String) throws(ConfigurationError) -> Double? {
+        guard case .rate(let range) = try bounds(of: key) else { throw undeclared(key) }
+        guard let text = try scalar(key) else { return nil }
+        guard let perSecond = ConfigDuration.rate(text), range.contains(perSecond) else {
+            throw ConfigurationError(
+                location(key), "expected requests per unit such as 20/s, 600/m or 3600/h \(SettingRanges.describe(.rate(range))), found \"\(text)\"")
+        }
+        return perSecond
+    }
+
+    /// The pattern of `key` here, as ``SettingRanges`` names it.
+    func pattern(of key: String) -> String {
+        pattern.isEmpty ? key : "\(pattern).\(key)"
+    }
+
+    private func bounds(of key: String) throws(ConfigurationError) -> SettingRanges.Bounds? {
+        SettingRanges.bounds(of: pattern(of: key))
+    }
+
+    /// A number read where ``SettingRanges`` declares none: a mistake of the code, refused as
+    /// a configuration error rather than read without bounds (a test reads every key).
+    private func undeclared(_ key: String) -> ConfigurationError {
+        ConfigurationError(location(key), "no range is declared for \(pattern(of: key)) (SettingRanges)")
     }
 
     func section(_ key: String) throws(ConfigurationError) -> YAMLSection? {
@@ -128,14 +180,15 @@ struct YAMLSection {
         for (key, value) in mapping {
             let name = key.string ?? "\(key)"
             guard !result.contains(where: { $0.name == name }) else { throw ConfigurationError(location(name), "named twice") }
-            result.append((name, try child(name, value)))
+            result.append((name, try child(name, value, patternKey: "*")))
         }
         return result
     }
 
     /// The mapping `node`, the value of `key`, as a section under this one.
-    private func child(_ key: String, _ node: Node) throws(ConfigurationError) -> YAMLSection {
+    /// `patternKey` stands for `key` in the child's ``pattern`` (`*` for a chosen name).
+    private func child(_ key: String, _ node: Node, patternKey: String? = nil) throws(ConfigurationError) -> YAMLSection {
         guard case .mapping(let child) = node else { throw ConfigurationError(location(key), "expected a mapping of keys") }
-        return YAMLSection(mapping: child, path: path.isEmpty ? key : "\(path).\(key)", file: file)
+        return YAMLSection(mapping: child, path: path.isEmpty ? key : "\(path).\(key)", file: file, pattern: pattern(of: patternKey ?? key))
     }
 }
