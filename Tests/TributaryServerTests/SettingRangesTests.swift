@@ -126,3 +126,24 @@ struct SettingRangesTests {
         #expect(docs.contains(SettingRanges.markdownTable), "docs/configuration.md, \"Ranges\", should hold:\n\(SettingRanges.markdownTable)")
     }
 }
+
+/// Settings that are valid but let more through than an operator likely meant: each said as a
+/// warning at start (``Configuration/cautions``).
+@Suite("Cautions at start: a JWT configuration without issuer or audience, keys over plain HTTP")
+struct ConfigurationCautionsTests {
+    static func cautions(_ jwt: String) throws -> [String] {
+        let yaml = "auth:\n  jwt: \(jwt)\n"
+        return try Configuration.load(yaml: yaml, file: "t.yaml").cautions.map(\.key)
+    }
+
+    @Test("each missing check and a JWKS over http:// to another host is named; a complete one over https, or on loopback, is quiet")
+    func named() throws {
+        let key = #"keys: [{kid: k, alg: HS256, secret: "0123456789abcdef0123456789abcdef"}]"#
+        #expect(try Self.cautions("{\(key)}") == ["auth.jwt.issuer", "auth.jwt.audience"])
+        #expect(try Self.cautions("{issuer: i, \(key)}") == ["auth.jwt.audience"])
+        #expect(try Self.cautions("{issuer: i, audience: a, jwks: http://keys.example.test/jwks.json}") == ["auth.jwt.jwks"])
+        #expect(try Self.cautions("{issuer: i, audience: a, jwks: https://keys.example.test/jwks.json}") == [])
+        #expect(try Self.cautions("{issuer: i, audience: a, jwks: http://127.0.0.1:9/jwks.json}") == [])
+        #expect(try Configuration.load(yaml: "", file: "t.yaml").cautions.isEmpty)
+    }
+}

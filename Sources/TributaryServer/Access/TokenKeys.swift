@@ -30,6 +30,9 @@ final class TokenKeys: Sendable {
         /// Whether a JWKS fetch ended (true at once without a JWKS).
         var fetchedIn: Bool
         var isLoaded: Bool { configuredIn && fetchedIn }
+        /// The JWKS document the fetched keys were made from: a fetch of the same document
+        /// changes nothing.
+        var fetchedDocument: [UInt8]?
         /// Bumped whenever the keys change: tokens verified before are verified again.
         var generation = 0
         var waiters: [@Sendable () -> Void] = []
@@ -77,26 +80,35 @@ final class TokenKeys: Sendable {
         change { state in
             state.configured = keys
             state.configuredIn = true
+            return true
         }
     }
 
-    /// The keys of a JWKS just fetched (nil: the fetch failed; the keys known stay).
-    func setFetched(_ keys: [Key]?) {
+    /// The keys of a JWKS just fetched from `document` (nil: the fetch failed; the keys known
+    /// stay). Only keys that changed forget the verified tokens: a token naming a made-up
+    /// `kid` makes a fetch (at most once every 10 s), and each fetch of the same document
+    /// must not empty the cache that spares every other client a signature check.
+    func setFetched(_ keys: [Key]?, from document: [UInt8]? = nil) {
         change { state in
-            if let keys { state.fetched = keys }
             state.fetchedIn = true
+            guard let keys, document == nil || document != state.fetchedDocument else { return false }
+            state.fetched = keys
+            state.fetchedDocument = document
+            return true
         }
     }
 
-    private func change(_ body: (inout State) -> Void) {
-        let waiters = state.withLock { state in
-            body(&state)
-            state.generation += 1
-            guard state.isLoaded else { return [@Sendable () -> Void]() }
+    /// Applies `body` (which says whether the keys changed); when they did, the generation
+    /// moves and ``onChange`` runs. Waiters run once the first keys are in.
+    private func change(_ body: (inout State) -> Bool) {
+        let (changed, waiters) = state.withLock { state in
+            let changed = body(&state)
+            if changed { state.generation += 1 }
+            guard state.isLoaded else { return (changed, [@Sendable () -> Void]()) }
             defer { state.waiters = [] }
-            return state.waiters
+            return (changed, state.waiters)
         }
-        onChange()
+        if changed { onChange() }
         for waiter in waiters { waiter() }
     }
 
