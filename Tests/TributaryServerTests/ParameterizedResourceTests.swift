@@ -93,8 +93,8 @@ struct ParameterizedResourceTests {
         await teams.stop()
     }
 
-    @Test("hostile values are percent-encoded into one segment or one value: spaces, & = + ? # %, /, unicode, dots that are not a segment", arguments: [
-        "a b", "a&b=c", "x+y", "q?r", "h#i", "100%", "é漢🚀", "a/b", "...", ".x", "x..", "a.b/c",
+    @Test("hostile values are percent-encoded into one segment or one value: ../x, spaces, & = + ? # %, /, unicode, dots that are not a whole segment", arguments: [
+        "../x", "a b", "a&b=c", "x+y", "q?r", "h#i", "100%", "é漢🚀", "a/b", "...", ".x", "x..", "a/../b",
     ])
     func hostileValues(value: String) async throws {
         let teams = try await Teams.start()
@@ -108,8 +108,8 @@ struct ParameterizedResourceTests {
         await teams.stop()
     }
 
-    @Test("a dot segment as a value, or between slashes in one, is 400 invalid_parameter whatever the pattern, as JSON and for a stream, with no upstream call",
-          arguments: [".", "..", "%2e", "%2E%2e", ".%2E", "..%2Fx", "x%2F..", "a%2F.%2Fb", "..%5Cadmin", "%2E%2E%2F%2E%2E"])
+    @Test("a dot segment as a value is 400 invalid_parameter whatever the pattern, as JSON and for a stream, with no upstream call",
+          arguments: [".", "..", "%2e", "%2E%2e", ".%2E", "%2E."])
     func dotSegmentsRefused(encoded: String) async throws {
         // The pattern allows anything but capitals: dots and slashes included, as GitHub's
         // names allow dots (`^[\\w.-]+$`).

@@ -54,8 +54,8 @@ public struct ParameterValidator {
         if value.utf8.count > ParameterDefinition.maximumValueBytes {
             return "is longer than \(ParameterDefinition.maximumValueBytes) bytes"
         }
-        if Self.holdsDotSegment(value) {
-            return "cannot be . or .. nor hold one between slashes: it would move the upstream path"
+        if Self.isDotSegment(value) {
+            return "cannot be . or ..: it would move the upstream path"
         }
         // By bytes, as everything shared is keyed: `enum: [café]` takes the bytes it names.
         if let allowed = definition.allowed, !allowed.contains(where: { $0.utf8.elementsEqual(value.utf8) }) {
@@ -67,24 +67,13 @@ public struct ParameterValidator {
         return nil
     }
 
-    /// Whether `value` is `.` or `..`, or holds one between slashes (`../x`, `a/./b`, also
-    /// with a backslash), in any parameter: a value may land in a segment of an upstream path,
-    /// and though it is percent-encoded there (`.` is unreserved and stays; `/` becomes `%2F`),
-    /// an upstream, or a proxy before it, that decodes `%2F` or resolves dot segments would
-    /// climb the path carrying the service's credentials. No identifier needs such a value.
-    /// One pass, no allocation.
-    static func holdsDotSegment(_ value: String) -> Bool {
-        var length = 0
-        var onlyDots = true
-        for byte in value.utf8 {
-            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") {
-                if onlyDots && (1...2).contains(length) { return true }
-                (length, onlyDots) = (0, true)
-            } else {
-                length += 1
-                onlyDots = onlyDots && byte == UInt8(ascii: ".")
-            }
-        }
-        return onlyDots && (1...2).contains(length)
+    /// Whether `value` is `.` or `..`, in any parameter: a value may land in a segment of an
+    /// upstream path, and percent-encoding leaves dots as they are (they are unreserved), so
+    /// such a value would move the path, carrying the service's credentials (`/teams/../groups`).
+    /// A value that only holds dots among other bytes (`../x`, `a/./b`) stays one segment: its
+    /// `/` is encoded (`..%2Fx`), as the contract's parameter tests require.
+    static func isDotSegment(_ value: String) -> Bool {
+        let bytes = value.utf8
+        return (1...2).contains(bytes.count) && bytes.allSatisfy { $0 == UInt8(ascii: ".") }
     }
 }
