@@ -104,6 +104,8 @@ struct ConfigurationTests {
         ("server:\n  logLevel: loud\n", "t.yaml: server.logLevel: expected one of"),
         ("server:\n  staleIfErrorBytes: 64MiB\n", "t.yaml: server.staleIfErrorBytes: expected a whole number from 0 to 4294967296, found \"64MiB\""),
         ("server:\n  staleIfErrorBytes: -1\n", "t.yaml: server.staleIfErrorBytes: expected a whole number from 0 to 4294967296, found \"-1\""),
+        ("server:\n  maxRateLimitBuckets: 999\n", "t.yaml: server.maxRateLimitBuckets: expected a whole number from 1000 to 10000000, found \"999\""),
+        ("server:\n  maxRateLimitBuckets: 18446744073709551616\n", "t.yaml: server.maxRateLimitBuckets: expected a whole number from 1000 to 10000000"),
         ("resources:\n  groups:\n    kind: list\n    upstream: nope\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.groups.upstream: no upstream named nope"),
         ("resources:\n  groups:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: /g/x}\n", "t.yaml: resources.groups.details.path: must hold {id} exactly once"),
         ("resources:\n  groups:\n    kind: tree\n", "t.yaml: resources.groups.kind: unknown resource kind \"tree\""),

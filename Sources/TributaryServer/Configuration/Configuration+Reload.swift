@@ -17,6 +17,8 @@ extension Configuration {
         ("server.maxConnections", { $0.server.maxConnections != $1.server.maxConnections }),
         ("server.shutdownTimeout", { $0.server.shutdownTimeout != $1.server.shutdownTimeout }),
         ("server.maxIdentities", { $0.server.maxIdentities != $1.server.maxIdentities }),
+        // The rate limiter's table is made once, at its size.
+        ("server.maxRateLimitBuckets", { $0.server.maxRateLimitBuckets != $1.server.maxRateLimitBuckets }),
         ("sse", { $0.sse != $1.sse }),
         ("cluster", { $0.cluster != $1.cluster }),
         // The keys, the key set's fetcher and the verified tokens are made once, at start.

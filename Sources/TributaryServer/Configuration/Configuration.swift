@@ -81,6 +81,9 @@ public struct Configuration: Sendable {
         /// `maxStreamsPerClient`: open streams of one client in the process; nil unless set
         /// or a rate limit is configured (then 32).
         public var maxStreamsPerClient: Int?
+        /// `maxRateLimitBuckets` (default 100,000): rate-limit buckets (one per client and
+        /// policy) the process keeps; a new one takes the place of the least recently seen.
+        public var maxRateLimitBuckets = LocalRateLimiter.defaultCapacity
 
         public init() {}
 
