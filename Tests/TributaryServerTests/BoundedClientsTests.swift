@@ -4,9 +4,10 @@ import TributaryTesting
 
 /// What one client can make the process hold (issue 35, "Bounded by memory, in O(1)"): the
 /// rate limiter keeps at most `server.maxRateLimitBuckets` buckets, each new one in the place
-/// of the least recently seen. Each defect with the hostile input that showed it, against a
-/// real worker on loopback.
-@Suite("Bounded clients: the limiter's table")
+/// of the least recently seen; a client is named by one canonical address (`X-Forwarded-For`
+/// entries that are no address name no one, IPv6 per /64). Each defect with the hostile
+/// input that showed it, against a real worker on loopback.
+@Suite("Bounded clients: the limiter's table, client names")
 struct BoundedClientsTests {
     // MARK: - The limiter's table
 
@@ -106,6 +107,46 @@ struct BoundedClientsTests {
         // The last thousand are known: refused; the first was forgotten: a whole burst again.
         #expect(try await Self.statuses(world.service, forwardedFor: [names[4999], names[4000], names[0]]) == [429, 429, 400])
         #expect(world.upstream.requests.isEmpty)
+        await world.stop()
+    }
+
+    // MARK: - Client names
+
+    @Test("client names are canonical addresses: IPv4, IPv4-mapped as IPv4, IPv6 per /64; an entry that is no address stops the walk")
+    func canonicalNames() {
+        let proxies = [AddressRange("10.0.0.0/8")!]
+        let name = { (peer: String, forwarded: String) in ClientAddress.client(peer: peer, forwardedFor: forwarded, trusting: proxies) }
+        #expect(name("10.0.0.5", "203.0.113.7") == "203.0.113.7")
+        #expect(name("10.0.0.5", "::ffff:203.0.113.7") == "203.0.113.7")
+        #expect(name("10.0.0.5", "2001:DB8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64")
+        #expect(name("10.0.0.5", "2001:db8:1:2::1") == "2001:db8:1:2::/64")
+        #expect(name("10.0.0.5", "[2001:db8:1:2::1]:443") == "2001:db8:1:2::/64")
+        #expect(name("10.0.0.5", "203.0.113.7:5555") == "203.0.113.7")
+        // Not an address: the last trusted hop counts, the peer or the proxy right of it.
+        #expect(name("10.0.0.5", "bogus") == "10.0.0.5")
+        #expect(name("10.0.0.5", "203.0.113.7, bogus") == "10.0.0.5", "nothing left of an entry no proxy vouched for")
+        #expect(name("10.0.0.5", "203.0.113.7, unknown, 10.0.0.9") == "10.0.0.9")
+        #expect(name("10.0.0.5", "bogus, 203.0.113.7") == "203.0.113.7", "what the client wrote left of its address is not read")
+        for hostile in ["203.0.113.7:", "203.0.113.7:99999999", "1.2.3", "01.2.3.4", "[2001:db8::1", "1.2.3.4/8", "_", "203.0.113.7 x", "[::1]x"] {
+            #expect(name("10.0.0.5", hostile) == "10.0.0.5", "\(hostile)")
+        }
+        #expect(name("10.0.0.5", "2001:db8::1:80") == "2001:db8::/64", "a bare IPv6 address is read whole, never as host:port")
+        // The peer itself, untrusted, is named the same way.
+        #expect(name("2001:db8:9:9::5", "203.0.113.7") == "2001:db8:9:9::/64")
+        #expect(name("::ffff:192.0.2.1", "203.0.113.7") == "192.0.2.1")
+        #expect(ClientAddress.canonical("unknown") == "unknown")
+    }
+
+    @Test("through a trusted proxy, an X-Forwarded-For that is no address counts as the proxy; two addresses of one /64 are one client")
+    func namesOverTheWire() async throws {
+        let world = try await Self.limitedBehindProxy()
+        // Garbage names no one: the proxy (the peer, 127.0.0.1) is the client, each time.
+        #expect(try await Self.statuses(world.service, forwardedFor: ["bogus", "also-bogus", "198.51.100.1, x", "9999999"]) == [400, 429, 429, 429])
+        #expect(try await Self.statuses(world.service, forwardedFor: ["x, 198.51.100.1", "198.51.100.1:8080", "::ffff:198.51.100.1"]) == [400, 429, 429])
+        // IPv6: one /64 is one client; the next /64 another.
+        #expect(try await Self.statuses(world.service, forwardedFor: ["2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:ffff", "[2001:db8:1:2::77]:443"]) == [400, 429, 429])
+        #expect(try await Self.statuses(world.service, forwardedFor: ["2001:db8:1:3::1"]) == [400])
+        #expect(world.service.shares.rateLimits.clientCount == 4)
         await world.stop()
     }
 }

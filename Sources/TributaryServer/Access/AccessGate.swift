@@ -175,8 +175,8 @@ final class AccessGate {
         fleet.decide(hasher.identity(subject: client, headers: []).digest, local: client, policy: limit.name, limit.gcra, decided)
     }
 
-    /// The client as a limit counts it: its token's subject (by identity, when it has a
-    /// token), else its address.
+    /// The client as a limit or a quota counts it: its token's subject (by identity, when it
+    /// has a token), else its address in canonical form, IPv6 per /64 (``ClientAddress``).
     func clientName(_ request: ServerRequest, _ credential: Credential?, by kind: Configuration.ClientKeyKind) -> String {
         if kind == .identity, let credential { return "sub:" + credential.subjectIdentity.digest }
         return "ip:" + ClientAddress.of(request, trusting: trustedProxies)
