@@ -74,7 +74,7 @@ final class AccessGate {
     let quota: StreamQuota
     /// `server.trustedProxies` and `server.maxStreamsPerClient`, as the last reload said.
     var trustedProxies: [AddressRange]
-    var streamsPerClient: Int?
+    var streamsPerClient: Int
     private var counters: [String: Counter] = [:]
 
     /// Names a client in Redis: a keyed hash, the same on every replica (its key derives from
@@ -96,7 +96,7 @@ final class AccessGate {
         self.quota = quota
         trustedProxies = configuration.server.trustedProxies
         streamsPerClient = configuration.streamsPerClient
-        if configuration.streamsPerClient != nil { fleetLimiter = makeFleet() }
+        if configuration.isRateLimited { fleetLimiter = makeFleet() }
     }
 
     private var fleet: FleetRateLimiter? {

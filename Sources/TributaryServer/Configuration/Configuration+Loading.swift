@@ -48,7 +48,7 @@ extension Configuration {
             try section.allowOnly([
                 "listen", "workers", "logLevel", "requestTimeout", "maxHeaderBytes", "maxBodyBytes", "maxConnections",
                 "shutdownTimeout", "adminToken", "corsOrigins", "staleIfErrorBytes", "maxIdentities",
-                "rateLimit", "trustedProxies", "maxStreamsPerClient", "maxRateLimitBuckets",
+                "rateLimit", "trustedProxies", "maxStreamsPerClient", "maxClientSharePercent", "maxRateLimitBuckets",
             ])
             if let text = try section.string("listen") {
                 guard let address = ListenAddress(text) else {
@@ -72,6 +72,7 @@ extension Configuration {
             server.rateLimit = try section.section("rateLimit").map { section throws(ConfigurationError) in try Self.rateLimit(section) }
             server.trustedProxies = try Self.trustedProxies(section) ?? server.trustedProxies
             server.maxStreamsPerClient = try section.integer("maxStreamsPerClient")
+            server.maxClientSharePercent = try section.integer("maxClientSharePercent") ?? server.maxClientSharePercent
             server.maxRateLimitBuckets = try section.integer("maxRateLimitBuckets") ?? server.maxRateLimitBuckets
         }
         if let section = try root.section("auth") {

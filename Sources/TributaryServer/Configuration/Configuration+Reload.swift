@@ -33,7 +33,7 @@ extension Configuration {
     /// `self` with the restart-only settings of `running`: what a reload applies. Everything
     /// else (`upstreams`, `resources`, `auth.required`, `server.adminToken`, `server.corsOrigins`,
     /// `server.staleIfErrorBytes`, `server.rateLimit`, `server.trustedProxies`,
-    /// `server.maxStreamsPerClient`) is `self`'s.
+    /// `server.maxStreamsPerClient`, `server.maxClientSharePercent`) is `self`'s.
     public func keepingRestartOnlySettings(of running: Configuration) -> Configuration {
         var applied = self
         let (adminToken, corsOrigins, staleIfErrorBytes) = (server.adminToken, server.corsOrigins, server.staleIfErrorBytes)
@@ -44,6 +44,7 @@ extension Configuration {
         applied.server.rateLimit = server.rateLimit
         applied.server.trustedProxies = server.trustedProxies
         applied.server.maxStreamsPerClient = server.maxStreamsPerClient
+        applied.server.maxClientSharePercent = server.maxClientSharePercent
         applied.auth.jwt = running.auth.jwt
         applied.sse = running.sse
         applied.cluster = running.cluster
