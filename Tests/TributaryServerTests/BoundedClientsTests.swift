@@ -152,6 +152,19 @@ struct BoundedClientsTests {
         await world.stop()
     }
 
+    @Test("TRIBUTARY_TRUSTED_PROXIES names the proxies (comma-separated), as deploy/compose.yaml sets it; a bad block names the variable")
+    func trustedProxiesFromTheEnvironment() throws {
+        let yaml = "server: {trustedProxies: [10.0.0.0/8]}"
+        let configuration = try Configuration.load(yaml: yaml, file: "t.yaml", environment: ["TRIBUTARY_TRUSTED_PROXIES": "172.29.0.10, ::1,"])
+        #expect(configuration.server.trustedProxies.map(\.description) == ["172.29.0.10/32", "::1/128"])
+        #expect(try Configuration.load(yaml: yaml, file: "t.yaml", environment: ["TRIBUTARY_TRUSTED_PROXIES": ""]).server.trustedProxies.isEmpty)
+        #expect {
+            try Configuration.load(yaml: yaml, file: "t.yaml", environment: ["TRIBUTARY_TRUSTED_PROXIES": "10.0.0.1, nginx"])
+        } throws: { error in
+            "\(error)".contains("TRIBUTARY_TRUSTED_PROXIES") && "\(error)".contains("\"nginx\"")
+        }
+    }
+
     // MARK: - Streams per client, rate limit or not
 
     /// `X-Forwarded-For: address`, through the trusted proxy that every test request comes from.

@@ -452,6 +452,9 @@ extension Configuration {
         if let origins = environment["TRIBUTARY_CORS_ORIGINS"] {
             server.corsOrigins = origins.split(separator: ",").map { String($0).trimmingSpaces }.filter { !$0.isEmpty }
         }
+        if let proxies = environment["TRIBUTARY_TRUSTED_PROXIES"] {
+            server.trustedProxies = try Self.trustedProxies(proxies, at: "TRIBUTARY_TRUSTED_PROXIES")
+        }
         let prefix = "TRIBUTARY_UPSTREAM_"
         for (variable, url) in environment where variable.hasPrefix(prefix) {
             let upperName = String(variable.dropFirst(prefix.count))
