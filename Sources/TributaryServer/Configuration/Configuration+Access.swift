@@ -123,11 +123,28 @@ extension Configuration {
             rateLimit: own?.rateLimit ?? server.rateLimit, policyName: own?.rateLimit == nil ? "default" : name)
     }
 
-    /// Open streams one client may hold in the process: `server.maxStreamsPerClient`, or 32
-    /// when only a rate limit is configured; nil: no bound.
-    public var streamsPerClient: Int? {
-        if let configured = server.maxStreamsPerClient { return configured }
-        let limited = server.rateLimit != nil || resourceAccess.values.contains { $0.rateLimit != nil }
-        return limited ? 32 : nil
+    /// Open streams one client may hold in the process: `server.maxStreamsPerClient`, or 32.
+    /// Always bounded, rate limit or not: each stream may hold a live pipeline (of its
+    /// parameter values, of its identity), and a client holding a thousand would lock every
+    /// other client out of them.
+    public var streamsPerClient: Int {
+        server.maxStreamsPerClient ?? Self.defaultStreamsPerClient
+    }
+
+    public static let defaultStreamsPerClient = 32
+
+    /// Whether any rate limit is configured (the server's or a resource's own).
+    public var isRateLimited: Bool {
+        server.rateLimit != nil || resourceAccess.values.contains { $0.rateLimit != nil }
+    }
+
+    /// How many of `bound` live pipelines (or identities) one client may start:
+    /// `server.maxClientSharePercent` of it, at least one.
+    public func clientShare(of bound: Int) -> Int {
+        Self.clientShare(of: bound, percent: server.maxClientSharePercent)
+    }
+
+    static func clientShare(of bound: Int, percent: Int) -> Int {
+        max(1, bound / 100 * percent + bound % 100 * percent / 100)
     }
 }

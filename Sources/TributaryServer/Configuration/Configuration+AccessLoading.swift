@@ -128,6 +128,18 @@ extension Configuration {
     }
 
     /// `server.trustedProxies`: CIDRs.
+    /// `TRIBUTARY_TRUSTED_PROXIES`: the blocks, comma-separated (empty: none).
+    static func trustedProxies(_ text: String, at variable: String) throws(ConfigurationError) -> [AddressRange] {
+        var ranges: [AddressRange] = []
+        for block in text.split(separator: ",").map({ String($0).trimmingSpaces }) where !block.isEmpty {
+            guard let range = AddressRange(block) else {
+                throw ConfigurationError(variable, "expected addresses or CIDR blocks such as 10.0.0.0/8, found \"\(block)\"")
+            }
+            ranges.append(range)
+        }
+        return ranges
+    }
+
     static func trustedProxies(_ section: YAMLSection) throws(ConfigurationError) -> [AddressRange]? {
         guard let texts = try section.strings("trustedProxies") else { return nil }
         var ranges: [AddressRange] = []

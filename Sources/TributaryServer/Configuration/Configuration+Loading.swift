@@ -48,7 +48,7 @@ extension Configuration {
             try section.allowOnly([
                 "listen", "workers", "logLevel", "requestTimeout", "maxHeaderBytes", "maxBodyBytes", "maxConnections",
                 "shutdownTimeout", "adminToken", "corsOrigins", "staleIfErrorBytes", "maxIdentities",
-                "rateLimit", "trustedProxies", "maxStreamsPerClient",
+                "rateLimit", "trustedProxies", "maxStreamsPerClient", "maxClientSharePercent", "maxRateLimitBuckets",
             ])
             if let text = try section.string("listen") {
                 guard let address = ListenAddress(text) else {
@@ -72,6 +72,8 @@ extension Configuration {
             server.rateLimit = try section.section("rateLimit").map { section throws(ConfigurationError) in try Self.rateLimit(section) }
             server.trustedProxies = try Self.trustedProxies(section) ?? server.trustedProxies
             server.maxStreamsPerClient = try section.integer("maxStreamsPerClient")
+            server.maxClientSharePercent = try section.integer("maxClientSharePercent") ?? server.maxClientSharePercent
+            server.maxRateLimitBuckets = try section.integer("maxRateLimitBuckets") ?? server.maxRateLimitBuckets
         }
         if let section = try root.section("auth") {
             auth = try Self.auth(section, environment: environment)
@@ -449,6 +451,9 @@ extension Configuration {
         if let token = environment["TRIBUTARY_ADMIN_TOKEN"] { server.adminToken = token.isEmpty ? nil : token }
         if let origins = environment["TRIBUTARY_CORS_ORIGINS"] {
             server.corsOrigins = origins.split(separator: ",").map { String($0).trimmingSpaces }.filter { !$0.isEmpty }
+        }
+        if let proxies = environment["TRIBUTARY_TRUSTED_PROXIES"] {
+            server.trustedProxies = try Self.trustedProxies(proxies, at: "TRIBUTARY_TRUSTED_PROXIES")
         }
         let prefix = "TRIBUTARY_UPSTREAM_"
         for (variable, url) in environment where variable.hasPrefix(prefix) {

@@ -17,6 +17,8 @@ extension Configuration {
         ("server.maxConnections", { $0.server.maxConnections != $1.server.maxConnections }),
         ("server.shutdownTimeout", { $0.server.shutdownTimeout != $1.server.shutdownTimeout }),
         ("server.maxIdentities", { $0.server.maxIdentities != $1.server.maxIdentities }),
+        // The rate limiter's table is made once, at its size.
+        ("server.maxRateLimitBuckets", { $0.server.maxRateLimitBuckets != $1.server.maxRateLimitBuckets }),
         ("sse", { $0.sse != $1.sse }),
         ("cluster", { $0.cluster != $1.cluster }),
         // The keys, the key set's fetcher and the verified tokens are made once, at start.
@@ -31,7 +33,7 @@ extension Configuration {
     /// `self` with the restart-only settings of `running`: what a reload applies. Everything
     /// else (`upstreams`, `resources`, `auth.required`, `server.adminToken`, `server.corsOrigins`,
     /// `server.staleIfErrorBytes`, `server.rateLimit`, `server.trustedProxies`,
-    /// `server.maxStreamsPerClient`) is `self`'s.
+    /// `server.maxStreamsPerClient`, `server.maxClientSharePercent`) is `self`'s.
     public func keepingRestartOnlySettings(of running: Configuration) -> Configuration {
         var applied = self
         let (adminToken, corsOrigins, staleIfErrorBytes) = (server.adminToken, server.corsOrigins, server.staleIfErrorBytes)
@@ -42,6 +44,7 @@ extension Configuration {
         applied.server.rateLimit = server.rateLimit
         applied.server.trustedProxies = server.trustedProxies
         applied.server.maxStreamsPerClient = server.maxStreamsPerClient
+        applied.server.maxClientSharePercent = server.maxClientSharePercent
         applied.auth.jwt = running.auth.jwt
         applied.sse = running.sse
         applied.cluster = running.cluster

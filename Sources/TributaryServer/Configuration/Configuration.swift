@@ -78,9 +78,16 @@ public struct Configuration: Sendable {
         public var rateLimit: RateLimit?
         /// `trustedProxies`: the proxies (CIDRs) whose `X-Forwarded-For` names the client.
         public var trustedProxies: [AddressRange] = []
-        /// `maxStreamsPerClient`: open streams of one client in the process; nil unless set
-        /// or a rate limit is configured (then 32).
+        /// `maxStreamsPerClient`: open streams of one client in the process (default 32,
+        /// rate limit or not: ``Configuration/streamsPerClient``); nil: not set.
         public var maxStreamsPerClient: Int?
+        /// `maxClientSharePercent` (default 10): the share of each resource's
+        /// `maxLivePipelines`, and of `maxIdentities`, that one client may start (at least
+        /// one each), so that no client can take them all and lock the others out.
+        public var maxClientSharePercent = 10
+        /// `maxRateLimitBuckets` (default 100,000): rate-limit buckets (one per client and
+        /// policy) the process keeps; a new one takes the place of the least recently seen.
+        public var maxRateLimitBuckets = LocalRateLimiter.defaultCapacity
 
         public init() {}
 

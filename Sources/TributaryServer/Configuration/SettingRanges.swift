@@ -30,6 +30,8 @@ enum SettingRanges {
         ("server.staleIfErrorBytes", .whole(0...1 << 32)),
         ("server.maxIdentities", .whole(1...1_000_000)),
         ("server.maxStreamsPerClient", .whole(1...1_000_000)),
+        ("server.maxClientSharePercent", .whole(1...100)),
+        ("server.maxRateLimitBuckets", .whole(1000...10_000_000)),
         ("server.rateLimit.rate", .rate(1.0 / 3600 ... 1_000_000)),
         ("server.rateLimit.burst", .whole(1...1_000_000)),
         ("sse.heartbeat", .duration(.milliseconds(10) ... .seconds(3600))),
