@@ -137,6 +137,42 @@ struct HostileNumbersTests {
         return "HTTP/1.1 200 OK\r\n\(header)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
     }
 
+    @Test("a fleet's rate-limit state in Redis at any extreme, as anyone with Redis may write it: a decision within one window, never a trap")
+    func rateLimitStateInRedis() async throws {
+        let redis = try await RedisServerProcess.start()
+        let fixture = TaskGroupsFixture(count: 2)
+        let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0) ?? .json("{}", status: 404) }
+        let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL) + """
+
+            server:
+              rateLimit: {rate: 10/s, burst: 5, by: ip}
+            cluster: {redis: "\(redis.url)", leaseTTL: 1s, secret: "\(FleetTests.secret)"}
+            """)
+        let client = try await RawRedisClient(port: redis.port)
+        // The limit is decided through Redis once the worker's link is up: asked until its
+        // key is there (at most 500 requests, each refused or not, all cheap).
+        var key: String?
+        for _ in 0..<500 where key == nil {
+            _ = try await service.get("/groups")
+            if case .array(let keys?) = try await client.command("KEYS", "*:ratelimit:*") { key = keys.first?.text }
+        }
+        let stored = try #require(key)
+        for value in Self.numbers + ["nan", "inf", "-inf", "1e309", "", "9999999999999999999999999999"] {
+            #expect(try await client.command("SET", stored, value) == .simple("OK"))
+            let answer = try await service.get("/groups")
+            #expect([200, 429].contains(answer.status), "\(value): \(answer.status)")
+            if answer.status == 429 {
+                // A forged state refuses for at most one window (burst 5 at 10/s: 1 s).
+                #expect(answer.header("Retry-After") == "1", "\(value): \(answer.header("Retry-After") ?? "-")")
+            }
+        }
+        #expect(try await service.get("/healthz").status == 200)
+        client.close()
+        await service.stop()
+        redis.stop()
+        await upstream.shutdown()
+    }
+
     @Test("GCRA at its settings' extremes and with any TAT a Redis reply may claim: decisions, never a trap")
     func gcraExtremes() {
         let limits = [
