@@ -76,6 +76,7 @@ final class TokenVerifier: Sendable {
     /// Checks `token` synchronously with the keys known now, at wall-clock time `now`.
     func check(_ token: String, now: Double) -> Check {
         let bytes = Array(token.utf8)
+        if let problem = TokenShape.problem(bytes) { return .refused(.invalid(reason: problem)) }
         let parsed: (header: JWTHeader, payload: TokenClaims, signature: [UInt8])
         do {
             let (header, payload, signature) = try DefaultJWTParser().parse(bytes, as: TokenClaims.self)
