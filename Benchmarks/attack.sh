@@ -47,9 +47,22 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 python3 "$bench/upstream/gen.py" "$groups" "$work/fixtures" >/dev/null
+# The part-3 attacks' routes on the same fixture: /me/groups (the forwarded resource) and
+# /teams/T/groups for a few teams, among them the look-alikes the params attack sends (K and
+# the Kelvin sign, NFC and NFD é: distinct files, as they are distinct values).
+for dir in me teams/core teams/K teams/$'\xe2\x84\xaa' teams/$'\xc3\xa9' teams/e$'\xcc\x81'; do
+    mkdir -p "$work/fixtures/$dir"
+    cp "$work/fixtures/groups.json" "$work/fixtures/$dir/groups.json"
+    cp -r "$work/fixtures/groups" "$work/fixtures/$dir/groups"
+done
+# The fixture's nginx, with header buffers large enough for the forwarded attack's
+# Authorization (16 KiB: nginx's default refuses a header line over 8 KiB with 400, and the
+# service would answer 502 for every forwarded request).
+cp -r "$bench/upstream" "$work/upstream"
+sed -i 's|^http {|http {\n    large_client_header_buffers 4 64k;|' "$work/upstream/nginx.conf"
 chmod -R a+rX "$work"   # nginx workers run unprivileged
 started=1
-"$bench/upstream/run-upstream.sh" "$port" "$work/fixtures" >/dev/null
+"$work/upstream/run-upstream.sh" "$port" "$work/fixtures" >/dev/null
 nginx_pid=$(cat "/tmp/bench-upstream-$port/nginx.pid")
 
 "$root/Benchmarks/load/run-tool.sh" attack -config "$root/config/tributary.yaml" \
