@@ -1,3 +1,4 @@
+import Aggregation
 import Synchronization
 
 /// The tokens the process verified lately, with what each grants, so that a client sending
@@ -12,13 +13,15 @@ final class VerifiedTokens: Sendable {
     static let capacity = 10_000
     static let longestToken = 2048
 
-    private let entries = Mutex<[String: Credential]>([:])
+    /// By the token's bytes (``ExactText``): Swift's `String` equality would take a token with
+    /// `K` swapped for the Kelvin sign for the token verified.
+    private let entries = Mutex<[ExactText: Credential]>([:])
 
     init() {}
 
     /// The credential `token` was verified as, while it is still accepted at `now`.
     func credential(for token: String, now: Double) -> Credential? {
-        guard let credential = entries.withLock({ $0[token] }), now <= credential.acceptedUntil else { return nil }
+        guard let credential = entries.withLock({ $0[ExactText(token)] }), now <= credential.acceptedUntil else { return nil }
         return credential
     }
 
@@ -30,7 +33,7 @@ final class VerifiedTokens: Sendable {
                 // Still full of live tokens: start over rather than scan for the oldest.
                 if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
             }
-            entries[token] = credential
+            entries[ExactText(token)] = credential
         }
     }
 
