@@ -3,7 +3,7 @@ import Testing
 @testable import TributaryServer
 import Yams
 
-/// Every numeric setting has a range (``SettingRanges``), and nothing outside it gets in:
+/// Every numeric setting has a range (declared in ``Settings``), and nothing outside it gets in:
 /// each key in turn, at both ends and one past each, and at the numbers that once trapped
 /// the process or would (2^63, 2^64, 1e308, inf, NaN), is refused naming that key.
 @Suite("Setting ranges: every numeric key refused outside its range, named")
@@ -25,10 +25,16 @@ struct SettingRangesTests {
         ],
     ]
 
+    /// Every key with a range, once (a key of two kinds of resource has one range).
+    static let numeric: [Setting] = Settings.all.filter { $0.bounds != nil }.reduce(into: []) { keys, setting in
+        if !keys.contains(where: { $0.key == setting.key }) { keys.append(setting) }
+    }
+
     /// The key path in ``base`` that `pattern` names: its upstream, or the resource of the
     /// kind that takes the key.
     static func concrete(_ pattern: String) -> String {
-        let resource = ["minimumLength", "debounce"].contains(pattern.split(separator: ".").last.map(String.init) ?? "") ? "search" : "groups"
+        let kinds = numeric.first { $0.key == pattern }?.kinds ?? [.list]
+        let resource = kinds.contains(.list) ? "groups" : "search"
         return pattern.replacing("upstreams.*", with: "upstreams.tasks").replacing("resources.*", with: "resources.\(resource)")
     }
 
@@ -62,7 +68,7 @@ struct SettingRangesTests {
 
     /// What a key of `bounds` accepts (both ends) and refuses (one past each end, and the
     /// hostile numbers in its own notation).
-    static func values(_ bounds: SettingRanges.Bounds) -> (accepted: [String], refused: [String]) {
+    static func values(_ bounds: Setting.Bounds) -> (accepted: [String], refused: [String]) {
         switch bounds {
         case .whole(let range):
             return ([String(range.lowerBound), String(range.upperBound)],
@@ -72,7 +78,7 @@ struct SettingRangesTests {
             return ([ConfigDuration.text(range.lowerBound), ConfigDuration.text(range.upperBound)],
                     (low > 0 ? ["\(low - 1)ms"] : []) + ["\(high + 1)ms", "5"] + hostile.filter { !$0.isEmpty }.map { $0 + "s" })
         case .rate(let range):
-            return ([SettingRanges.rateText(range.lowerBound), SettingRanges.rateText(range.upperBound)],
+            return ([Setting.rateText(range.lowerBound), Setting.rateText(range.upperBound)],
                     ["\(range.lowerBound * 3600 / 2)/h", "\(Int(range.upperBound) + 1)/s", "0/s", "20"]
                         + hostile.filter { !$0.isEmpty }.map { $0 + "/s" })
         }
@@ -84,9 +90,9 @@ struct SettingRangesTests {
     }
 
     @Test("each key takes both ends of its range and refuses one past each, 2^53, 2^63, 2^64, 1e308, inf, nan, −1 and text",
-          arguments: SettingRanges.all.map(\.key))
+          arguments: numeric.map(\.key))
     func everyKey(_ pattern: String) throws {
-        let bounds = try #require(SettingRanges.bounds(of: pattern))
+        let bounds = try #require(Settings.bounds(of: pattern))
         let path = Self.concrete(pattern)
         let (accepted, refused) = Self.values(bounds)
         for value in accepted {
@@ -95,7 +101,7 @@ struct SettingRangesTests {
         for value in refused {
             let problem = Self.problem(try Self.yaml(setting: path, to: value))
             #expect(problem?.hasPrefix("t.yaml: \(path): expected ") == true, "\(path): \(value) → \(problem ?? "accepted")")
-            #expect(problem?.contains(SettingRanges.describe(bounds)) == true, "\(path): \(value) → \(problem ?? "accepted")")
+            #expect(problem?.contains(Setting.describe(bounds)) == true, "\(path): \(value) → \(problem ?? "accepted")")
         }
     }
 
@@ -117,13 +123,6 @@ struct SettingRangesTests {
                 _ = try Configuration.load(yaml: "", file: "t.yaml", overrides: .init(workers: workers))
             }
         }
-    }
-
-    @Test("docs/configuration.md holds the table of ranges as the code declares it")
-    func documented() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let docs = try String(contentsOf: root.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
-        #expect(docs.contains(SettingRanges.markdownTable), "docs/configuration.md, \"Ranges\", should hold:\n\(SettingRanges.markdownTable)")
     }
 }
 

@@ -1,20 +1,14 @@
-import HTTPCore
 import JWTKit
-import UpstreamClient
 import Yams
 
 /// Reading `auth:`, `resources.<name>.auth`, the rate limits and the trusted proxies from
 /// the file, each value checked where it is read so a bad one names its key; a key's PEM is
 /// parsed here too, so a key the service could not use fails the start (or the reload).
 extension Configuration {
-    /// The keys of a resource that say who may call it and how often.
-    static let accessKeys: Set<String> = ["auth", "rateLimit"]
-
     /// `auth:`.
     static func auth(_ section: YAMLSection, environment: [String: String]) throws(ConfigurationError) -> Auth {
-        try section.allowOnly(["required", "jwt"])
-        var auth = Auth()
-        auth.required = try section.boolean("required") ?? false
+        try section.allowOnlyDeclared()
+        var auth: Auth = try Auth.fields.read(section)
         if let jwt = try section.section("jwt") {
             auth.jwt = try jwtSettings(jwt, environment: environment)
         }
@@ -22,19 +16,8 @@ extension Configuration {
     }
 
     private static func jwtSettings(_ section: YAMLSection, environment: [String: String]) throws(ConfigurationError) -> JWTSettings {
-        try section.allowOnly(["issuer", "audience", "leeway", "keys", "jwks", "jwksRefresh"])
-        var settings = JWTSettings()
-        settings.issuer = try section.string("issuer").flatMap { $0.isEmpty ? nil : $0 }
-        settings.audience = try section.string("audience").flatMap { $0.isEmpty ? nil : $0 }
-        settings.leeway = try section.duration("leeway") ?? settings.leeway
-        settings.jwksRefresh = try section.duration("jwksRefresh") ?? settings.jwksRefresh
-        if let url = try section.string("jwks") {
-            do {
-                settings.jwks = try BaseURL(url)
-            } catch {
-                throw ConfigurationError(section.location("jwks"), error.description)
-            }
-        }
+        try section.allowOnlyDeclared()
+        var settings: JWTSettings = try JWTSettings.fields.read(section)
         if let node = section.mapping["keys"] {
             guard case .sequence(let entries) = node else {
                 throw ConfigurationError(section.location("keys"), "expected a list of keys ({kid, alg, secret | publicKey})")
@@ -43,7 +26,7 @@ extension Configuration {
                 guard case .mapping(let mapping) = entry else {
                     throw ConfigurationError(section.location("keys[\(index)]"), "expected a mapping {kid, alg, secret | publicKey}")
                 }
-                let key = YAMLSection(mapping: mapping, path: "\(section.path).keys[\(index)]", file: section.file)
+                let key = YAMLSection(mapping: mapping, path: "\(section.path).keys[\(index)]", file: section.file, pattern: "auth.jwt.keys[]")
                 settings.keys.append(try jwtKey(key, environment: environment))
             }
         }
@@ -61,7 +44,7 @@ extension Configuration {
 
     /// One of `auth.jwt.keys`: `alg`, `kid`, and `secret` (HS256) or `publicKey` (a PEM).
     private static func jwtKey(_ section: YAMLSection, environment: [String: String]) throws(ConfigurationError) -> JWTKey {
-        try section.allowOnly(["kid", "alg", "secret", "publicKey"])
+        try section.allowOnlyDeclared()
         let name = try section.requiredString("alg")
         guard let algorithm = TokenAlgorithm(rawValue: name) else {
             let known = TokenAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")
@@ -102,7 +85,7 @@ extension Configuration {
     static func resourceAccess(_ section: YAMLSection) throws(ConfigurationError) -> ResourceAccessSettings? {
         var access = ResourceAccessSettings()
         if let auth = try section.section("auth") {
-            try auth.allowOnly(["required", "scopes"])
+            try auth.allowOnlyDeclared()
             access.required = try auth.boolean("required")
             access.scopes = try auth.strings("scopes") ?? []
             for scope in access.scopes where scope.isEmpty || scope.contains(where: { $0 == " " || $0 == "\"" || $0 == "\\" }) {
@@ -115,41 +98,22 @@ extension Configuration {
         return access == ResourceAccessSettings() ? nil : access
     }
 
-    /// `rateLimit: {rate: 20/s, burst: 40, by: identity | ip}`.
+    /// `rateLimit: {rate: 20/s, burst: 40, by: identity | ip}`: `rate` required, `burst` by
+    /// default one second of it.
     static func rateLimit(_ section: YAMLSection) throws(ConfigurationError) -> RateLimit {
-        try section.allowOnly(["rate", "burst", "by"])
-        guard let perSecond = try section.rate("rate") else { throw ConfigurationError(section.location("rate"), "required") }
-        let burst = try section.integer("burst") ?? max(1, Int(saturating: perSecond, rounding: .up) ?? 1)
-        let byName = try section.string("by") ?? ClientKeyKind.identity.rawValue
-        guard let by = ClientKeyKind(rawValue: byName) else {
-            throw ConfigurationError(section.location("by"), "expected identity or ip, found \"\(byName)\"")
-        }
-        return RateLimit(perSecond: perSecond, burst: burst, by: by)
+        try section.allowOnlyDeclared()
+        var limit: RateLimit = try RateLimit.fields.read(section)
+        guard limit.perSecond > 0 else { throw ConfigurationError(section.location("rate"), "required") }
+        if limit.burst == 0 { limit.burst = max(1, Int(saturating: limit.perSecond, rounding: .up) ?? 1) }
+        return limit
     }
 
-    /// `server.trustedProxies`: CIDRs.
-    /// `TRIBUTARY_TRUSTED_PROXIES`: the blocks, comma-separated (empty: none).
-    static func trustedProxies(_ text: String, at variable: String) throws(ConfigurationError) -> [AddressRange] {
-        var ranges: [AddressRange] = []
-        for block in text.split(separator: ",").map({ String($0).trimmingSpaces }) where !block.isEmpty {
-            guard let range = AddressRange(block) else {
-                throw ConfigurationError(variable, "expected addresses or CIDR blocks such as 10.0.0.0/8, found \"\(block)\"")
-            }
-            ranges.append(range)
+    /// An entry of `server.trustedProxies`: an address or a CIDR block (`10.0.0.0/8`, `::1`).
+    static func addressRange(_ text: String, at location: String) throws(ConfigurationError) -> AddressRange {
+        guard let range = AddressRange(text) else {
+            throw ConfigurationError(location, "expected addresses or CIDR blocks such as 10.0.0.0/8, found \"\(text)\"")
         }
-        return ranges
-    }
-
-    static func trustedProxies(_ section: YAMLSection) throws(ConfigurationError) -> [AddressRange]? {
-        guard let texts = try section.strings("trustedProxies") else { return nil }
-        var ranges: [AddressRange] = []
-        for text in texts {
-            guard let range = AddressRange(text) else {
-                throw ConfigurationError(section.location("trustedProxies"), "expected addresses or CIDR blocks such as 10.0.0.0/8, found \"\(text)\"")
-            }
-            ranges.append(range)
-        }
-        return ranges
+        return range
     }
 
     /// What the whole configuration must hold about access: a resource that requires a token

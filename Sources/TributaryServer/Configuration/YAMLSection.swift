@@ -9,7 +9,7 @@ struct YAMLSection {
     /// The file, for messages.
     let file: String
     /// The key path with `*` for each name the file chose, e.g. `resources.*`: where
-    /// ``SettingRanges`` finds the range of a number read here.
+    /// ``Settings`` finds the keys allowed here and the range of a number read here.
     let pattern: String
 
     init(mapping: Node.Mapping, path: String, file: String, pattern: String? = nil) {
@@ -48,6 +48,11 @@ struct YAMLSection {
 
     func location(_ key: String) -> String {
         "\(file): " + (path.isEmpty ? key : "\(path).\(key)")
+    }
+
+    /// Fails on keys ``Settings`` does not declare here (for a resource of `kind`, under `resources.*`).
+    func allowOnlyDeclared(kind: ResourceKind? = nil) throws(ConfigurationError) {
+        try allowOnly(Settings.keys(under: pattern, kind: kind))
     }
 
     /// Fails on keys this section does not know (a typo must not be silently ignored).
@@ -91,72 +96,24 @@ struct YAMLSection {
         }
     }
 
-    /// A whole number within the key's range in ``SettingRanges``.
-    func integer(_ key: String) throws(ConfigurationError) -> Int? {
-        guard case .whole(let range) = try bounds(of: key) else { throw undeclared(key) }
-        return try integer(key, in: range)
-    }
-
-    /// A whole number within `range`; anything else (a fraction, text, a number too large for
-    /// any integer) fails naming the range and what was found.
+    /// A whole number within `range` (``SettingType/whole(_:)``).
     func integer(_ key: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
-        guard let text = try scalar(key) else { return nil }
-        guard let value = Int(text), range.contains(value) else {
-            throw ConfigurationError(location(key), "expected a whole number \(SettingRanges.describe(.whole(range))), found \"\(text)\"")
-        }
-        return value
+        try SettingType<Int>.whole(range).read(self, key)
     }
 
-    /// `true` or `false`.
+    /// `true` or `false` (``SettingType/boolean``).
     func boolean(_ key: String) throws(ConfigurationError) -> Bool? {
-        guard let text = try scalar(key) else { return nil }
-        switch text {
-        case "true": return true
-        case "false": return false
-        default: throw ConfigurationError(location(key), "expected true or false, found \"\(text)\"")
-        }
+        try SettingType<Bool>.boolean.read(self, key)
     }
 
-    /// A duration (`250ms`, `5s`, `1m`, `1h`) within the key's range in ``SettingRanges``.
-    func duration(_ key: String) throws(ConfigurationError) -> Duration? {
-        guard case .duration(let range) = try bounds(of: key) else { throw undeclared(key) }
-        return try duration(key, in: range)
-    }
-
+    /// A duration (`250ms`, `5s`, `1m`, `1h`) within `range` (``SettingType/duration(_:)``).
     func duration(_ key: String, in range: ClosedRange<Duration>) throws(ConfigurationError) -> Duration? {
-        guard let text = try scalar(key) else { return nil }
-        guard let value = ConfigDuration.parse(text), range.contains(value) else {
-            throw ConfigurationError(
-                location(key), "expected a duration such as 250ms, 5s or 1m \(SettingRanges.describe(.duration(range))), found \"\(text)\"")
-        }
-        return value
+        try SettingType<Duration>.duration(range).read(self, key)
     }
 
-    /// A rate (`20/s`, `600/m`, `3600/h`) within the key's range in ``SettingRanges``, in
-    /// requests per second.
-    func rate(_ key: String) throws(ConfigurationError) -> Double? {
-        guard case .rate(let range) = try bounds(of: key) else { throw undeclared(key) }
-        guard let text = try scalar(key) else { return nil }
-        guard let perSecond = ConfigDuration.rate(text), range.contains(perSecond) else {
-            throw ConfigurationError(
-                location(key), "expected requests per unit such as 20/s, 600/m or 3600/h \(SettingRanges.describe(.rate(range))), found \"\(text)\"")
-        }
-        return perSecond
-    }
-
-    /// The pattern of `key` here, as ``SettingRanges`` names it.
+    /// The pattern of `key` here, as ``Settings`` names it.
     func pattern(of key: String) -> String {
         pattern.isEmpty ? key : "\(pattern).\(key)"
-    }
-
-    private func bounds(of key: String) throws(ConfigurationError) -> SettingRanges.Bounds? {
-        SettingRanges.bounds(of: pattern(of: key))
-    }
-
-    /// A number read where ``SettingRanges`` declares none: a mistake of the code, refused as
-    /// a configuration error rather than read without bounds (a test reads every key).
-    private func undeclared(_ key: String) -> ConfigurationError {
-        ConfigurationError(location(key), "no range is declared for \(pattern(of: key)) (SettingRanges)")
     }
 
     func section(_ key: String) throws(ConfigurationError) -> YAMLSection? {
