@@ -134,8 +134,12 @@ let package = Package(
                 // JWT verification (Access/): the keys, the parser, the signature checks.
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
-            // config/tributary.yaml, through a symbolic link, compiled in (ShippedConfiguration).
-            resources: [.embedInCode("Configuration/shipped.yaml")],
+            // config/tributary.yaml, through a symbolic link, compiled in (ShippedConfiguration);
+            // the live page's markup, style and script (IndexPage).
+            resources: [
+                .embedInCode("Configuration/shipped.yaml"), .embedInCode("Operations/LivePage/page.html"),
+                .embedInCode("Operations/LivePage/page.css"), .embedInCode("Operations/LivePage/page.js"),
+            ],
             swiftSettings: serviceSettings
         ),
         .executableTarget(

@@ -15,10 +15,10 @@ import Synchronization
 /// made on a task at start, a fetched set's likewise; until the first are in
 /// (``isLoaded``), a token waits for them (``whenLoaded(_:)``) rather than being refused.
 /// One lock guards the table; what it holds is immutable.
-final class TokenKeys: Sendable {
+package final class TokenKeys: Sendable {
     /// One key: its id (nil: for tokens without a `kid`) and jwt-kit's verifier, whose
     /// `name` is the algorithm a token's header must name.
-    struct Key: Sendable {
+    package struct Key: Sendable {
         let kid: String?
         let verifier: any JWTAlgorithm
     }
@@ -43,7 +43,7 @@ final class TokenKeys: Sendable {
     private let onChange: @Sendable () -> Void
 
     /// Keys of the file, and of a JWKS if `expectsJWKS`; none until they are set.
-    init(expectsJWKS: Bool, onChange: @escaping @Sendable () -> Void = {}) {
+    package init(expectsJWKS: Bool, onChange: @escaping @Sendable () -> Void = {}) {
         state = Mutex(State(fetchedIn: !expectsJWKS))
         self.onChange = onChange
     }
@@ -76,7 +76,7 @@ final class TokenKeys: Sendable {
     }
 
     /// The keys of the file, made.
-    func setConfigured(_ keys: [Key]) {
+    package func setConfigured(_ keys: [Key]) {
         change { state in
             state.configured = keys
             state.configuredIn = true
@@ -115,7 +115,7 @@ final class TokenKeys: Sendable {
     // MARK: - Making verifiers with jwt-kit
 
     /// jwt-kit's verifiers for the file's keys.
-    static func make(_ keys: [Configuration.JWTKey]) async throws -> [Key] {
+    package static func make(_ keys: [Configuration.JWTKey]) async throws -> [Key] {
         let collection = JWTKeyCollection()
         var made: [Key] = []
         for (index, key) in keys.enumerated() {

@@ -9,7 +9,7 @@ import Synchronization
 /// is verified every time); an entry is never used past its token's `exp` plus the leeway,
 /// and everything is forgotten when the keys change (a key taken out of a JWKS must not
 /// keep its tokens in).
-final class VerifiedTokens: Sendable {
+package final class VerifiedTokens: Sendable {
     static let capacity = 10_000
     static let longestToken = 2048
 
@@ -17,15 +17,15 @@ final class VerifiedTokens: Sendable {
     /// `K` swapped for the Kelvin sign for the token verified.
     private let entries = Mutex<[ExactText: Credential]>([:])
 
-    init() {}
+    package init() {}
 
     /// The credential `token` was verified as, while it is still accepted at `now`.
-    func credential(for token: String, now: Double) -> Credential? {
+    package func credential(for token: String, now: Double) -> Credential? {
         guard let credential = entries.withLock({ $0[ExactText(token)] }), now <= credential.acceptedUntil else { return nil }
         return credential
     }
 
-    func keep(_ credential: Credential, for token: String, now: Double) {
+    package func keep(_ credential: Credential, for token: String, now: Double) {
         guard token.utf8.count <= Self.longestToken else { return }
         entries.withLock { entries in
             if entries.count >= Self.capacity {
