@@ -115,6 +115,8 @@ let package = Package(
                 "EventLoop", "HTTPCore", "UpstreamClient", "Rivers",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                // Identities: a keyed hash (HMAC-SHA256) of who asks (Sharing/IdentityHasher).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: serviceSettings
         ),
@@ -161,7 +163,7 @@ let package = Package(
         .executableTarget(
             name: "AuthBench",
             dependencies: [
-                "TributaryServer",
+                "Aggregation", "TributaryServer",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],

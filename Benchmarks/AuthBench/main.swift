@@ -10,6 +10,7 @@
 import CryptoExtras
 import Foundation
 import JWTKit
+import Aggregation
 import TributaryServer
 
 struct Claims: JWTPayload {

@@ -1,4 +1,4 @@
-import Aggregation
+package import Aggregation
 import EventLoop
 import Glibc
 import JWTKit

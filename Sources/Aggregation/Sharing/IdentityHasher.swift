@@ -1,4 +1,3 @@
-import Aggregation
 import Crypto
 import HTTPCore
 
@@ -28,7 +27,7 @@ package struct IdentityHasher: Sendable {
 
     /// The identity of a client with token subject `subject` (nil: no token) whose request
     /// carried `headers` among those forwarded; ``Identity/anonymous`` when it has neither.
-    func identity(subject: String?, headers: [(name: String, value: String)]) -> Identity {
+    package func identity(subject: String?, headers: [(name: String, value: String)]) -> Identity {
         guard subject != nil || !headers.isEmpty else { return .anonymous }
         var authenticator = HMAC<SHA256>(key: key)
         // Each part length-prefixed: no two different inputs write the same bytes.
