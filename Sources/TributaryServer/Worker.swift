@@ -217,23 +217,21 @@ public final class Worker {
         let answers = JSONAnswers(
             resource: name, settings: resource.answers, privately: requests.isPerIdentity, staleSnapshots: shares.staleSnapshots)
         let door = ResourceDoor(gate: gate, policy: AccessPolicy(resource: name, configuration))
+        func mounted<Kind: ServedKind>(_ kind: Kind) -> MountedResource {
+            let routes = ResourceRoutes(
+                name: name, route: resource.routing.route, kind: kind, requests: requests, streams: streams, admin: admin,
+                answers: answers, door: door)
+            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews, door: door)
+        }
         switch resource {
         case .list(let settings):
-            let routes = ListResourceRoutes(
-                name: name, settings: settings, definition: definition, upstream: upstream, requests: requests, pipelines: pipelines,
-                reload: reloader(of: name), streams: streams, admin: admin, answers: answers, door: door,
-                details: detailSharing(of: name, definition))
-            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews, door: door)
+            return mounted(ListKind(
+                name: name, settings: settings, definition: definition, upstream: upstream, pipelines: pipelines,
+                details: detailSharing(of: name, definition), reload: reloader(of: name)))
         case .pages(let settings):
-            let routes = PagedListRoutes(
-                name: name, settings: settings, upstream: upstream, requests: requests, streams: streams, reload: reloader(of: name),
-                admin: admin, answers: answers, door: door)
-            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews, door: door)
+            return mounted(PagesKind(name: name, settings: settings, upstream: upstream, reload: reloader(of: name)))
         case .search(let settings):
-            let routes = SearchRoutes(
-                name: name, settings: settings, upstream: upstream, requests: requests, streams: streams,
-                scheduler: EventLoopScheduler(loop: loop), answers: answers, door: door)
-            return MountedResource(definition: definition, register: routes.register(in:), liveViews: routes.liveViews, door: door)
+            return mounted(SearchKind(name: name, settings: settings, upstream: upstream, scheduler: EventLoopScheduler(loop: loop)))
         }
     }
 
