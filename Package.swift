@@ -190,6 +190,9 @@ let package = Package(
             dependencies: ["Aggregation", "EventLoop", "HTTPCore", "HTTPServer", .product(name: "OpenCombine", package: "OpenCombine")],
             swiftSettings: strictSettings
         ),
+        // A thread of its own for test code that computes for long without suspending (the
+        // `.ownThread` trait, `offThePool`): Swift Testing's module, so test targets only.
+        .target(name: "TestThreads", swiftSettings: strictSettings),
         .testTarget(
             name: "EventLoopTests",
             dependencies: [
@@ -202,7 +205,7 @@ let package = Package(
         .testTarget(
             name: "HTTPServerTests",
             dependencies: [
-                "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "TributaryTesting",
+                "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "TributaryTesting", "TestThreads",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings
@@ -210,7 +213,7 @@ let package = Package(
         .testTarget(
             name: "UpstreamClientTests",
             dependencies: [
-                "EventLoop", "HTTPCore", "UpstreamClient", "TributaryTesting",
+                "EventLoop", "HTTPCore", "UpstreamClient", "TributaryTesting", "TestThreads",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings
@@ -226,7 +229,7 @@ let package = Package(
         .testTarget(
             name: "AggregationTests",
             dependencies: [
-                "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "Rivers", "TributaryTesting",
+                "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "Rivers", "TributaryTesting", "TestThreads",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
@@ -236,7 +239,7 @@ let package = Package(
             name: "TributaryServerTests",
             dependencies: [
                 "TributaryServer", "Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "Redis",
-                "TributaryTesting",
+                "TributaryTesting", "TestThreads",
                 // Gzip answers inflated with zlib itself (HTTPSemanticsTests).
                 "CZlib",
                 // A timer's exposition compared with swift-prometheus's own (SecondsTimerFactoryTests).

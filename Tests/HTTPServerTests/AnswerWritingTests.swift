@@ -3,6 +3,7 @@ import Foundation
 @testable import HTTPServer
 import Testing
 import TributaryTesting
+import TestThreads
 
 /// How a complete answer leaves the server: written to a plain socket by the call that makes
 /// it (no write event and loop turn in between), and whatever the socket cannot take at once
@@ -32,7 +33,7 @@ struct AnswerWritingTests {
         await server.stop()
     }
 
-    @Test("an answer bigger than the socket takes is finished by the write event, intact, and keep-alive goes on")
+    @Test("an answer bigger than the socket takes is finished by the write event, intact, and keep-alive goes on", .ownThread)
     func finishedByTheLoop() async throws {
         let big = (0..<(8 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
         let leftInBuffer = Observed<[Int]>([])
