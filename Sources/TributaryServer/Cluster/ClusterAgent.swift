@@ -76,9 +76,13 @@ final class ClusterAgent {
     var subscriptions: [AnyCancellable] = []
     var reportedUnreachable = false
     let connectedGauge = Gauge(label: "tributary_cluster_connected")
+    /// Called on the loop each time the fleet is joined (the process's readiness waits for
+    /// the first).
+    let joined: () -> Void
 
-    init(settings: Configuration.Cluster, loop: EventLoop, directory: StreamDirectory, logger: Logger) {
+    init(settings: Configuration.Cluster, loop: EventLoop, directory: StreamDirectory, logger: Logger, joined: @escaping () -> Void = {}) {
         self.settings = settings
+        self.joined = joined
         self.loop = loop
         self.directory = directory
         self.logger = logger
@@ -190,6 +194,7 @@ final class ClusterAgent {
             logger.info("cluster: joined the fleet", metadata: ["redis": "\(settings.redis)", "replica": "\(replica)"])
             registerAllStreams()
             tickAll()
+            joined()
         case .disconnected:
             logger.warning("cluster: lost Redis, running alone until it is back", metadata: [
                 "redis": "\(settings.redis)", "reason": "\(redis.lastFailure?.detail ?? "unknown")",

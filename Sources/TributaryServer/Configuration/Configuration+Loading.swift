@@ -385,7 +385,7 @@ extension Configuration {
     }
 
     /// First segments a route may not take: the endpoints every service has.
-    private static let reservedFirstSegments: Set<String> = ["streams", "events", "healthz", "metrics", "openapi.json"]
+    private static let reservedFirstSegments: Set<String> = ["streams", "events", "healthz", "readyz", "metrics", "openapi.json"]
 
     /// `resources.<name>.parameters.<parameter>`: `in`, `pattern`, `enum`, `default`, `required`.
     private static func parameter(_ section: YAMLSection, named name: String) throws(ConfigurationError) -> ParameterDefinition {
@@ -526,7 +526,7 @@ extension Configuration {
             guard upstreams[resource.upstream] != nil else {
                 throw ConfigurationError("\(file): resources.\(name).upstream", "no upstream named \(resource.upstream) (known: \(upstreams.keys.sorted().joined(separator: ", ")))")
             }
-            guard !["streams", "healthz", "metrics", "events"].contains(name) else {
+            guard !["streams", "healthz", "readyz", "metrics", "events"].contains(name) else {
                 throw ConfigurationError("\(file): resources.\(name)", "the name \(name) is reserved for Tributary's own endpoints")
             }
             // One plain path segment: no `{…}` that a route would read as a parameter, no `.`,
