@@ -75,6 +75,9 @@ final class ClusterAgent {
     var streamRenewal: LoopTimer!
     var subscriptions: [AnyCancellable] = []
     var reportedUnreachable = false
+    /// Whether Redis was ever reached: until then the client's `disconnected` is the start,
+    /// not a loss to report.
+    var hasJoined = false
     let connectedGauge = Gauge(label: "tributary_cluster_connected")
     /// Called on the loop each time the fleet is joined (the process's readiness waits for
     /// the first).
@@ -191,11 +194,15 @@ final class ClusterAgent {
         switch state {
         case .connected:
             reportedUnreachable = false
+            hasJoined = true
             logger.info("cluster: joined the fleet", metadata: ["redis": "\(settings.redis)", "replica": "\(replica)"])
             registerAllStreams()
             tickAll()
             joined()
         case .disconnected:
+            // The client's first state, before any attempt: nothing was lost (a first attempt
+            // that fails is reported by redisFailed).
+            guard hasJoined else { return }
             logger.warning("cluster: lost Redis, running alone until it is back", metadata: [
                 "redis": "\(settings.redis)", "reason": "\(redis.lastFailure?.detail ?? "unknown")",
             ])
