@@ -69,6 +69,8 @@ final class ClusterAgent {
     var recentReloads = RecentNonces()
     /// Resources whose lease script is in flight (one at a time each).
     var ticking: Set<String> = []
+    /// Resources whose interest changed while their lease script was in flight.
+    var interestChangedWhileTicking: Set<String> = []
     /// Resources whose last state the lease fenced off: published again once the lease is back.
     var fenced: Set<String> = []
     var ticker: LoopTimer!
