@@ -60,14 +60,10 @@ struct FleetTests {
                     yaml: FleetTests.yaml(upstream: upstream.server.baseURL, refresh: refresh, leaseTTL: leaseTTL),
                     arguments: ["--redis", redis.url], environment: ["TRIBUTARY_CLUSTER_SECRET": secret]))
             }
-            let fleet = Fleet(redis: redis, upstream: upstream, replicas: replicas)
-            for replica in replicas { #expect(await fleet.connected(replica)) }
-            return fleet
-        }
-
-        /// Waits until `replica` says it has joined the fleet.
-        func connected(_ replica: ServiceProcess) async -> Bool {
-            await replica.output.wait(timeout: .seconds(10)) { $0.contains("cluster: joined the fleet") }
+            // Ready: each replica has joined the fleet (one that has not would run every
+            // pipeline alone and answer 503 for another replica's stream).
+            for replica in replicas { #expect(await TestHTTP.ready(port: replica.port), "\(replica.output.value)") }
+            return Fleet(redis: redis, upstream: upstream, replicas: replicas)
         }
 
         func stop() async {

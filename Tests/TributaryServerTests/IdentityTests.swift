@@ -346,7 +346,7 @@ struct FleetSharingKeyTests {
                 environment: ["TRIBUTARY_CLUSTER_SECRET": FleetTests.secret]))
         }
         for replica in replicas {
-            #expect(await replica.output.wait(timeout: .seconds(10)) { $0.contains("cluster: joined the fleet") })
+            #expect(await TestHTTP.ready(port: replica.port), "in the fleet")
         }
         var streams: [(owner: String, stream: SSEClient)] = []
         for (replica, owner, headers) in [(0, "alice", IdentityTests.alice), (1, "alice", IdentityTests.alice), (1, "bob", IdentityTests.bob)] {
