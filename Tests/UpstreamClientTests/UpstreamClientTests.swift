@@ -174,7 +174,10 @@ struct UpstreamClientTests {
         // Each receiver is held by its call alone.
         let hanging = try await harness.thread.run { loop in
             for (id, path) in [(1, "/ok"), (2, "/hang")] {
-                let call = client.value.execute(UpstreamRequest(base: base, path: path), for: Receiver(id: id, outcomes: outcomes, released: released)) { receiver, outcome in
+                // The hanging call must outlast the test's steps until it cancels it, however
+                // slowly a busy machine runs them: a deadline that passed first would answer it.
+                let request = UpstreamRequest(base: base, path: path, timeout: .seconds(600))
+                let call = client.value.execute(request, for: Receiver(id: id, outcomes: outcomes, released: released)) { receiver, outcome in
                     let receiver = unsafeDowncast(receiver, to: Receiver.self)
                     receiver.outcomes.update { $0[receiver.id] = outcome }
                 }
