@@ -116,12 +116,7 @@ struct FleetTrustTests {
 
     /// Waits (≤ 10 s) until exactly one of `replicas` holds the lease of groups.
     static func oneLeader(_ replicas: [ServiceProcess]) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if (try? await FleetTests.leaders(replicas).count) == 1 { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return false
+        await FleetTests.soleLeader(replicas) != nil
     }
 
     /// The next snapshot of a /groups stream, every event on the way checked: no error, and
@@ -154,7 +149,7 @@ struct FleetTrustTests {
             try await SSEClient(port: fleet.replicas[1].port, path: "/groups"),
         ]
         for stream in streams { _ = try await Self.nextValidSnapshot(stream) }
-        let leader = try #require(try await FleetTests.leaders(fleet.replicas).first)
+        let leader = try #require(await FleetTests.soleLeader(fleet.replicas))
         let follower = 1 - leader
         let attacker = try await Attacker(fleet)
         let channel = attacker.key("states", "groups")
@@ -242,7 +237,7 @@ struct FleetTrustTests {
         #expect(await Self.oneLeader(fleet.replicas))
 
         // The holder's genuine value, played back forever (no TTL) while it is stopped.
-        let holder = try #require(try await FleetTests.leaders(fleet.replicas).first)
+        let holder = try #require(await FleetTests.soleLeader(fleet.replicas))
         let other = 1 - holder
         let genuine = try #require(try await attacker.redis.command("GET", lease).bytes)
         kill(fleet.replicas[holder].pid, SIGSTOP)
