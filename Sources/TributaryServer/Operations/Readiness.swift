@@ -14,7 +14,7 @@ import Synchronization
 /// then, and a fleet whose Redis went away must not leave its load balancer with no replica.
 /// Draining is for good. Safe from any thread; every worker of the process shares it.
 final class Readiness: Sendable {
-    enum State: UInt8 {
+    enum State {
         case starting, ready, draining
     }
 
