@@ -111,10 +111,11 @@ struct EventsStreamTests {
         /// `before` is the count of upstream requests before the stream opened.
         /// `loadMore` of `topic` on stream `id`, asked again while the row's first page, which
         /// the upstream has answered, is still on its way into the view (the trigger is refused
-        /// until then: "has not loaded its first page yet"); at most 100 times.
+        /// until then: "has not loaded its first page yet"); for at most 10 s.
         func loadMore(_ id: String, topic: String) async throws -> TestResponse {
             var answer = try await TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/loadMore?topic=\(topic)")
-            for _ in 0..<100 where answer.status == 400 && answer.text.contains("not loaded its first page yet") {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while answer.status == 400 && answer.text.contains("not loaded its first page yet") && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(10))
                 answer = try await TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/loadMore?topic=\(topic)")
             }
