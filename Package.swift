@@ -256,7 +256,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TributaryTestingTests",
-            dependencies: ["HTTPServer", "TributaryTesting"],
+            dependencies: ["HTTPServer", "TributaryTesting", "TestThreads"],
             swiftSettings: strictSettings
         ),
         // MARK: - Fuzzing (scripts/fuzz): the checks, a libFuzzer target each, the corpus replayed

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// A task executor with one thread of its own, for test code that computes (or blocks) for a
 /// long while without suspending.
@@ -23,9 +24,15 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var jobs: [UnownedJob] = []
     private var isShutDown = false
 
-    public init(name: String = "TestThreads.ThreadExecutor") {
-        let thread = Thread { [self] in run() }
-        thread.name = name
+    /// What the thread is called, as `ps`, `perf` and `gdb` show it: a pool thread holding a
+    /// test shows as the pool's, this one by this name.
+    public static let threadName = "TestThreads"
+
+    public init() {
+        let thread = Thread { [self] in
+            Self.nameThisThread()
+            run()
+        }
         // The stack a test's deepest recursion gets on the pool (JSON nested a few thousand
         // levels deep, recursive diffs).
         thread.stackSize = 8 << 20
@@ -51,6 +58,15 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         isShutDown = true
         condition.signal()
         condition.unlock()
+    }
+
+    /// Linux's name of the calling thread, `/proc/thread-self/comm` (the Glibc module does not
+    /// import `pthread_setname_np`, and Foundation's `Thread.name` does not set it).
+    private static func nameThisThread() {
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY)
+        guard descriptor >= 0 else { return }
+        _ = threadName.withCString { write(descriptor, $0, strlen($0)) }
+        close(descriptor)
     }
 
     private func run() {
