@@ -115,6 +115,8 @@ let package = Package(
                 "EventLoop", "HTTPCore", "UpstreamClient", "Rivers",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                // Identities: a keyed hash (HMAC-SHA256) of who asks (Sharing/IdentityHasher).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: serviceSettings
         ),
@@ -134,8 +136,12 @@ let package = Package(
                 // JWT verification (Access/): the keys, the parser, the signature checks.
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
-            // config/tributary.yaml, through a symbolic link, compiled in (ShippedConfiguration).
-            resources: [.embedInCode("Configuration/shipped.yaml")],
+            // config/tributary.yaml, through a symbolic link, compiled in (ShippedConfiguration);
+            // the live page's markup, style and script (IndexPage).
+            resources: [
+                .embedInCode("Configuration/shipped.yaml"), .embedInCode("Operations/LivePage/page.html"),
+                .embedInCode("Operations/LivePage/page.css"), .embedInCode("Operations/LivePage/page.js"),
+            ],
             swiftSettings: serviceSettings
         ),
         .executableTarget(
@@ -157,7 +163,7 @@ let package = Package(
         .executableTarget(
             name: "AuthBench",
             dependencies: [
-                "TributaryServer",
+                "Aggregation", "TributaryServer",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -248,8 +254,10 @@ let package = Package(
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 // deploy/compose.yaml read as Docker Compose reads it (DeployFilesTests).
                 .product(name: "Yams", package: "Yams"),
-                // Tokens signed in the tests, with keys made in the tests (TestTokens).
+                // Tokens signed in the tests, with keys made in the tests (TestTokens), and
+                // tokens whose claims no encoder writes, signed with HMAC (HostileNumbersTests).
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings

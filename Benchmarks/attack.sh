@@ -7,6 +7,18 @@
 # (the service runs under `prlimit --nofile=2048:2048`). Then two checks: HEAD then GET on one
 # keep-alive connection (no desync), and an upstream on port 0 (no crash).
 #
+# The part-3 attacks (-attacks tokens,params,forwarded,xff, or all), selected the same way:
+# JWTs whose exp/nbf/iat are 0, -1, 2^53, 2^63, 2^64, 1e308, 1e999, strings, null (JSON GETs
+# and held streams); parameter values that are dot segments, encoded bytes, Unicode
+# look-alikes or 1,024/1,025 bytes long; forwarded Authorization headers at just under
+# server.maxHeaderBytes, each a new identity; 200,000 distinct X-Forwarded-For clients from
+# the trusted loopback peer. They run, baseline included, with a configuration the tool
+# derives from the shipped one (auth.jwt, trustedProxies, a 1,000,000/s limit by ip, three
+# resources), and their answers are counted by status. For them this script adds the fixture
+# files of /me/groups and /teams/T/groups and gives the fixture's nginx 64 KiB header
+# buffers. Until the service survives a token whose JSON ends 513 arrays deep, the tokens
+# attack crashes it; -tokens-nested=false leaves those two tokens out (README).
+#
 # Goals (the hardening issue's): no crash; RSS ≤ idle RSS + 64 MiB throughout; throughput
 # under attack ≥ 80% of the same run without; every service thread back to idle (< 5% of a
 # core over 200 ms) within 2 s after the attacks stop. Prints a table per round, medians,
@@ -15,6 +27,8 @@
 #   Benchmarks/attack.sh                             3 rounds: ~2 min after the builds, + ≤ 30 s a round for a quiet machine
 #   Benchmarks/attack.sh -rounds 1 -attacks fds      one attack alone (flood,chunks,slowloris,fds)
 #   Benchmarks/attack.sh -flood 200 -flood-rate 64 -chunks 200 -slowloris 500 -fds 2048 -fd-limit 2048
+#   Benchmarks/attack.sh -rounds 1 -attacks tokens,params,forwarded,xff      the part-3 attacks
+#   Benchmarks/attack.sh -attacks all -tokens-nested=false                   all eight, 3 rounds
 #
 # Every flag is the tool's (Benchmarks/load/attack/, Go standard library; method and flags in
 # its README.md). The service is the release build (`swift build -c release --product
@@ -47,9 +61,22 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 python3 "$bench/upstream/gen.py" "$groups" "$work/fixtures" >/dev/null
+# The part-3 attacks' routes on the same fixture: /me/groups (the forwarded resource) and
+# /teams/T/groups for a few teams, among them the look-alikes the params attack sends (K and
+# the Kelvin sign, NFC and NFD é: distinct files, as they are distinct values).
+for dir in me teams/core teams/K teams/$'\xe2\x84\xaa' teams/$'\xc3\xa9' teams/e$'\xcc\x81'; do
+    mkdir -p "$work/fixtures/$dir"
+    cp "$work/fixtures/groups.json" "$work/fixtures/$dir/groups.json"
+    cp -r "$work/fixtures/groups" "$work/fixtures/$dir/groups"
+done
+# The fixture's nginx, with header buffers large enough for the forwarded attack's
+# Authorization (16 KiB: nginx's default refuses a header line over 8 KiB with 400, and the
+# service would answer 502 for every forwarded request).
+cp -r "$bench/upstream" "$work/upstream"
+sed -i 's|^http {|http {\n    large_client_header_buffers 4 64k;|' "$work/upstream/nginx.conf"
 chmod -R a+rX "$work"   # nginx workers run unprivileged
 started=1
-"$bench/upstream/run-upstream.sh" "$port" "$work/fixtures" >/dev/null
+"$work/upstream/run-upstream.sh" "$port" "$work/fixtures" >/dev/null
 nginx_pid=$(cat "/tmp/bench-upstream-$port/nginx.pid")
 
 "$root/Benchmarks/load/run-tool.sh" attack -config "$root/config/tributary.yaml" \

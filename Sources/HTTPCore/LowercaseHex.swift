@@ -51,6 +51,18 @@ public enum LowercaseHex {
         }
     }
 
+    /// Two digits per byte of `bytes` (a digest, a MAC), in one string.
+    public static func string(bytes: some Collection<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: 2 * bytes.count) { buffer in
+            var offset = 0
+            for byte in bytes {
+                write(byte, into: buffer, at: offset)
+                offset += 2
+            }
+            return offset
+        }
+    }
+
     /// Whether `byte` is one of the digits written here: 0–9 or a–f.
     @inlinable
     public static func isDigit(_ byte: UInt8) -> Bool {

@@ -6,14 +6,15 @@
 /// QualityList.allowsGzip("gzip;q=0")            // false
 /// ```
 public enum QualityList {
-    /// Each entry's value, lower-cased and without spaces, and its weight. A `q` that is not
-    /// a number is taken as 1, as a value without one.
+    /// Each entry's value, lower-cased and without spaces, and its weight, from 0 to 1. A `q`
+    /// that is not a number (`nan` included) is taken as 1, as a value without one; a number
+    /// outside 0…1 (`-1`, `1e308`) is clamped into it.
     public static func entries(_ header: String) -> [(value: String, quality: Double)] {
         header.split(separator: ",").compactMap { range in
             let parts = range.split(separator: ";").map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
             guard let value = parts.first, !value.isEmpty else { return nil }
-            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-            return (value, quality)
+            let given = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            return (value, given.isNaN ? 1 : min(max(given, 0), 1))
         }
     }
 

@@ -32,7 +32,7 @@ public final class ProcessShares: Sendable {
     /// Fetches the JWKS on the home loop (nil without `auth.jwt.jwks`).
     let jwks: LoopBound<JWKSFetcher>?
     /// The process's rate limits (a fleet's while Redis is away), and its clients' streams.
-    let rateLimits = LocalRateLimiter()
+    let rateLimits: LocalRateLimiter
     let streamQuota = StreamQuota()
 
     /// The shares of a process serving `configuration`; on `home`, which they are made on.
@@ -40,6 +40,7 @@ public final class ProcessShares: Sendable {
         _ = MetricsExport.registry  // metrics exist before any handle is made
         self.home = home
         pipelines = LivePipelines(home: home, maxIdentities: configuration.server.maxIdentities)
+        rateLimits = LocalRateLimiter(capacity: configuration.server.maxRateLimitBuckets)
         breakers = CircuitBreakers(logger: logger)
         staleSnapshots = StaleSnapshots(budget: configuration.server.staleIfErrorBytes)
         connectionBudgets = ConnectionBudgets()

@@ -21,6 +21,7 @@ public enum Service {
         // as the service starts) must not end the process, which is SIGHUP's default action.
         signal(SIGHUP, SIG_IGN)
         raiseOpenFileLimit(logger: logger)
+        for caution in configuration.cautions { logger.warning("\(caution.key) \(caution.message)") }
         // libevent's messages repeat once per event (a refused connect, a failed accept):
         // debug-level lines, where the metrics and the service's own warnings say it once.
         LibeventLog.route { severity, message in

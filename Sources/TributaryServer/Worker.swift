@@ -48,7 +48,7 @@ public final class Worker {
         let shares = shares ?? ProcessShares(configuration: configuration, home: loop, logger: logger)
         self.shares = shares
         client = UpstreamClient(loop: loop, configuration: .init(connectionBudgets: shares.connectionBudgets))
-        pipelines = WorkerPipelines(loop: loop, registry: shares.pipelines)
+        pipelines = WorkerPipelines(loop: loop, registry: shares.pipelines, clientSharePercent: configuration.server.maxClientSharePercent)
         streams = EventStreamHub(loop: loop, settings: configuration.sse, directory: shares.directory, cluster: shares.cluster)
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         gate = AccessGate(
@@ -141,6 +141,7 @@ public final class Worker {
         admin.token = configuration.server.adminToken
         gate.trustedProxies = configuration.server.trustedProxies
         gate.streamsPerClient = configuration.streamsPerClient
+        pipelines.clientSharePercent = configuration.server.maxClientSharePercent
         if loop === shares.home { shares.staleSnapshots.budget = configuration.server.staleIfErrorBytes }
         registerRoutes()
     }

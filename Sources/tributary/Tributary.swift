@@ -16,30 +16,34 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "The configuration file (env TRIBUTARY_CONFIG; else config/tributary.yaml if there is one, else the built-in copy of it).")
     var config: String?
 
-    @Option(help: "HOST:PORT to listen on (env TRIBUTARY_LISTEN; config server.listen).")
+    // The options that set a setting: their help is its declaration's (TributaryServer's Settings).
+
+    @Option(help: .setting("--listen"))
     var listen: String?
 
-    @Option(name: .customLong("upstream"), help: ArgumentHelp(
-        "Override an upstream's base URL, repeatable (env TRIBUTARY_UPSTREAM_<NAME>).", valueName: "NAME=URL"))
+    @Option(name: .customLong("upstream"), help: .setting("--upstream"))
     var upstreams: [String] = []
 
-    @Option(help: "Join a fleet of replicas through this Redis, redis://HOST:PORT[/DB] (env TRIBUTARY_REDIS_URL; config cluster.redis); the fleet's shared secret comes from TRIBUTARY_CLUSTER_SECRET or cluster.secret.")
+    @Option(help: .setting("--redis"))
     var redis: String?
 
-    @Option(help: "Event loops, one thread each (env TRIBUTARY_WORKERS; config server.workers).")
+    @Option(help: .setting("--workers"))
     var workers: Int?
 
-    @Option(help: "trace, debug, info, notice, warning, error or critical (env TRIBUTARY_LOG_LEVEL).")
+    @Option(help: .setting("--log-level"))
     var logLevel: String?
 
-    /// The layered configuration, or exit with a message naming the bad key. The file is the
-    /// one `--config` or `TRIBUTARY_CONFIG` names (it must exist), else `config/tributary.yaml`
-    /// in the working directory if there is one, else the copy of it built into the binary.
+    /// The layered configuration, or exit status 1 with a message naming the bad key (not a
+    /// usage error: the command line was fine, the settings were not). The file is the one
+    /// `--config` or `TRIBUTARY_CONFIG` names (it must exist), else `config/tributary.yaml` in
+    /// the working directory if there is one, else the copy of it built into the binary.
     func load(extraUpstreams: [String] = []) throws -> (configuration: Configuration, source: String) {
         do {
             return try reload(extraUpstreams: extraUpstreams)
         } catch let error as ConfigurationError {
-            throw ValidationError("invalid configuration: \(error)")
+            let message = Array("Error: invalid configuration: \(error)\n".utf8)
+            _ = message.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            throw ExitCode.failure
         }
     }
 
@@ -66,6 +70,14 @@ struct ServeOptions: ParsableArguments {
         } catch {
             throw ValidationError("\(path ?? defaultPath): cannot read the configuration file (\(error))")
         }
+    }
+}
+
+extension ArgumentHelp {
+    /// The help of option `name`, which sets a setting: what its declaration says.
+    static func setting(_ name: String) -> ArgumentHelp {
+        let help = Configuration.help(option: name)
+        return ArgumentHelp(help.text, valueName: help.valueName)
     }
 }
 

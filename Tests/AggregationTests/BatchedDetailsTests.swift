@@ -72,6 +72,29 @@ struct BatchedDetailsTests {
         await upstream.shutdown()
     }
 
+    @Test("ids are told apart by their bytes: K and the Kelvin sign, é and e + U+0301 are four ids asked, each with its own details")
+    func idsByBytes() async throws {
+        let ids = ["K", "\u{212A}", "\u{E9}", "e\u{301}"]
+        #expect(ids[0] == ids[1] && ids[2] == ids[3], "Swift's String equality takes each pair for one")
+        let byBytes = Dictionary(uniqueKeysWithValues: ids.enumerated().map { (Array($1.utf8), $0) })
+        let upstream = try await ScriptedUpstream.start { request in
+            if request.path == "/groups" {
+                return .json(#"{"result":["# + ids.map { #"{"id":"# + JSONWriter.string($0) + "}" }.joined(separator: ",") + "]}")
+            }
+            let answered = TaskGroupsFixture.batchIDs(of: request).compactMap { id in
+                byBytes[Array(id.utf8)].map { #"{"id":"# + JSONWriter.string(id) + #","n":\#($0)}"# }
+            }
+            return .json(#"{"result":["# + answered.joined(separator: ",") + "]}")
+        }
+        let harness = try await BatchHarness(upstream: upstream.baseURL)
+        let document = try await harness.snapshot(Self.batched(max: 10)).get()
+        let expected = "[" + ids.enumerated().map { #"{"id":"# + JSONWriter.string($1) + #","n":\#($0)}"# }.joined(separator: ",") + "]"
+        #expect(document.utf8.elementsEqual(expected.utf8), "\(document)")
+        #expect(Self.batchCalls(upstream).map { TaskGroupsFixture.batchIDs(of: $0).map { Array($0.utf8) } } == [ids.map { Array($0.utf8) }])
+        await harness.stop()
+        await upstream.shutdown()
+    }
+
     @Test("the batch path takes the resource's parameters, encoded into their place, and its own query joins the ids'")
     func parametersInTheBatchPath() async throws {
         let fixture = TaskGroupsFixture(count: 3)

@@ -65,7 +65,7 @@ struct BatchConfigurationTests {
         let cases: [(details: String, message: String)] = [
             ("{value: result}", "t.yaml: resources.groups.details.path: required"),
             ("{batch: {max: 5}}", "t.yaml: resources.groups.details.batch.path: required"),
-            ("{batch: {path: /groups/metadata, max: 0}}", "t.yaml: resources.groups.details.batch.max: expected a whole number ≥ 1"),
+            ("{batch: {path: /groups/metadata, max: 0}}", "t.yaml: resources.groups.details.batch.max: expected a whole number from 1 to 1000"),
             ("{batch: {path: /groups/metadata, style: sideways}}", "t.yaml: resources.groups.details.batch.style: expected one of comma, repeat"),
             (#"{batch: {path: "/groups/{id}/metadata"}}"#, "t.yaml: resources.groups.details.batch.path: {id} is for detail and page paths"),
             (#"{batch: {path: "/teams/{team}/metadata"}}"#, "t.yaml: resources.groups.details.batch.path: {team} is not a parameter of the resource"),
@@ -77,7 +77,7 @@ struct BatchConfigurationTests {
             ("{batch: {path: /m}, batchWindow: soon}", "t.yaml: resources.groups.details.batchWindow: expected a duration"),
             (#"{path: "/g/{id}", batchWindow: 2ms}"#, "t.yaml: resources.groups.details.batchWindow: a window shares batch calls: it needs details.batch"),
             (#"{path: "/g/{id}", cacheFor: -1s}"#, "t.yaml: resources.groups.details.cacheFor: expected a duration"),
-            (#"{path: "/g/{id}", cacheBytes: lots}"#, "t.yaml: resources.groups.details.cacheBytes: expected a whole number ≥ 0"),
+            (#"{path: "/g/{id}", cacheBytes: lots}"#, "t.yaml: resources.groups.details.cacheBytes: expected a whole number from 0 to 4294967296"),
             (#"{path: "/g/{id}", cacheSize: 5}"#, "t.yaml: resources.groups.details.cacheSize: unknown key"),
             (#"{path: "/g", batch: {path: /m}}"#, "t.yaml: resources.groups.details.path: must hold {id} exactly once"),
         ]

@@ -217,9 +217,13 @@ struct ConfigurationReloadTests {
         try service.reload(valid.replacingOccurrences(of: "refreshInterval: 60s", with: "refreshInterval: soon"))
         #expect(await Self.awaitLog(service, "configuration reload failed", count: 3))
         #expect(service.output.value.contains("resources.groups.refreshInterval"))
+        // A number past its range: once, `interval * burst` trapped the whole process here.
+        try service.reload(valid.replacingOccurrences(of: "server:\n", with: "server:\n  rateLimit: {rate: 1/h, burst: 3000000000}\n"))
+        #expect(await Self.awaitLog(service, "configuration reload failed", count: 4))
+        #expect(service.output.value.contains("server.rateLimit.burst: expected a whole number from 1 to 1000000"))
 
         let metrics = try await TestHTTP.get(port: service.port, "/metrics").text
-        #expect(Self.reloads("error", in: metrics) == 3)
+        #expect(Self.reloads("error", in: metrics) == 4)
         #expect(Self.reloads("ok", in: metrics) == 0)
         #expect(!service.output.value.contains("configuration reloaded"))
         #expect(try await TestHTTP.get(port: service.port, "/broken").status == 404)

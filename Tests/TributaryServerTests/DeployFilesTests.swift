@@ -85,6 +85,12 @@ struct DeployFilesTests {
             }
             let dependencies = try #require(replica["depends_on"] as? [String: Any])
             #expect(dependencies["redis"] != nil)
+            // Clients come through nginx: its address alone is trusted to name them.
+            let networks = try #require(services["nginx"]?["networks"] as? [String: Any])
+            let nginx = try #require((networks["default"] as? [String: Any])?["ipv4_address"] as? String)
+            #expect(configuration.server.trustedProxies.map(\.description) == ["\(nginx)/32"], "\(name)")
+            let subnets = (((try Self.compose()["networks"] as? [String: Any])?["default"] as? [String: Any])?["ipam"] as? [String: Any])?["config"] as? [[String: Any]]
+            #expect(subnets?.compactMap { ($0["subnet"] as? String).flatMap(AddressRange.init) }.contains { $0.contains(nginx) } == true)
         }
     }
 

@@ -59,6 +59,32 @@ struct JWKSTests {
         await upstream.shutdown()
     }
 
+    @Test("fetching the same key set again, or failing to, keeps the verified tokens: a flood of made-up kids cannot empty the cache")
+    func sameSetKeepsVerifiedTokens() async throws {
+        let changes = Observed(0)
+        let keys = TokenKeys(expectsJWKS: true) { changes.update { $0 += 1 } }
+        keys.setConfigured([])
+        let document = Array(#"{"keys":[\#(Self.jwk(ES256PrivateKey(), kid: "first", withAlg: true))]}"#.utf8)
+        let made = try await TokenKeys.make(jwks: document)
+        #expect(made.count == 1)
+        keys.setFetched(made, from: document)
+        let generation = keys.generation
+        #expect(changes.value == 2, "the file's keys, then the first set")
+        // What each refetch for a made-up kid does: the same document, or a failed fetch.
+        for _ in 0..<5 {
+            keys.setFetched(try await TokenKeys.make(jwks: document), from: document)
+            keys.setFetched(nil)
+        }
+        #expect(keys.generation == generation)
+        #expect(changes.value == 2)
+        // A set that did change forgets them, so a retired key's tokens are checked again.
+        let rotated = Array(#"{"keys":[\#(Self.jwk(ES256PrivateKey(), kid: "second", withAlg: true))]}"#.utf8)
+        keys.setFetched(try await TokenKeys.make(jwks: rotated), from: rotated)
+        #expect(keys.generation == generation + 1)
+        #expect(changes.value == 3)
+        #expect(keys.knows(kid: "second") && !keys.knows(kid: "first"))
+    }
+
     @Test("a JWKS that cannot be fetched keeps the keys known; a token waits for the first fetch instead of failing")
     func unreachable() async throws {
         let signer = ES256PrivateKey()

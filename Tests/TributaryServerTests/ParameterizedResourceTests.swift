@@ -93,8 +93,8 @@ struct ParameterizedResourceTests {
         await teams.stop()
     }
 
-    @Test("hostile values are percent-encoded into one segment or one value: ../x, spaces, & = + ? # %, unicode", arguments: [
-        "../x", "a b", "a&b=c", "x+y", "q?r", "h#i", "100%", "é漢🚀", "..", "a/b",
+    @Test("hostile values are percent-encoded into one segment or one value: ../x, spaces, & = + ? # %, /, unicode, dots that are not a whole segment", arguments: [
+        "../x", "a b", "a&b=c", "x+y", "q?r", "h#i", "100%", "é漢🚀", "a/b", "...", ".x", "x..", "a/../b",
     ])
     func hostileValues(value: String) async throws {
         let teams = try await Teams.start()
@@ -105,6 +105,61 @@ struct ParameterizedResourceTests {
         let call = try #require(teams.listCalls.first)
         #expect(call == "/teams/\(encoded)/groups?status=open&tag=\(encoded)", "each byte but the unreserved encoded")
         #expect(!call.dropFirst("/teams/".count).contains("/groups/"), "the value stays one segment")
+        await teams.stop()
+    }
+
+    @Test("a dot segment as a value is 400 invalid_parameter whatever the pattern, as JSON and for a stream, with no upstream call",
+          arguments: [".", "..", "%2e", "%2E%2e", ".%2E", "%2E."])
+    func dotSegmentsRefused(encoded: String) async throws {
+        // The pattern allows anything but capitals: dots and slashes included, as GitHub's
+        // names allow dots (`^[\\w.-]+$`).
+        let teams = try await Teams.start()
+        for path in ["/teams/\(encoded)/groups", "/teams/core/groups?tag=\(encoded)"] {
+            let answer = try await teams.service.get(path)
+            #expect(answer.status == 400, "\(path)")
+            #expect(answer.error?.code == "invalid_parameter", "\(path)")
+            #expect(answer.error?.message.contains("parameter \(path.hasPrefix("/teams/core") ? "tag" : "team")") == true, "\(path)")
+            let stream = try await teams.service.events(path)
+            #expect(stream.head.status == 400, "\(path)")
+            stream.close()
+        }
+        let events = try await teams.service.events("/events?resource=teamgroups&teamgroups.team=\(encoded)")
+        #expect(events.head.status == 400)
+        events.close()
+        #expect(teams.upstream.requests.isEmpty, "no call climbs, none is made")
+        await teams.stop()
+    }
+
+    @Test("values are keyed by their bytes: K and the Kelvin sign, é and e + U+0301 are two pipelines, two upstream calls, two documents",
+          arguments: [("K", "\u{212A}"), ("\u{E9}", "e\u{301}"), ("\u{212B}", "\u{C5}")])
+    func valuesKeyedByBytes(first: String, second: String) async throws {
+        #expect(first == second, "Swift's String equality takes these for one value")
+        // Served at /f/{team}/groups, as GitHub's names are: a pattern of word characters.
+        let teams = try await Teams.start(resource: """
+              fgroups:
+                kind: list
+                upstream: tasks
+                route: /f/{team}/groups
+                parameters: {team: {pattern: "^[\\\\w.-]+$"}}
+                list: {path: "/teams/{team}/groups?status=open&tag=", items: result, id: id}
+                details: {path: "/teams/{team}/groups/{id}/metadata", value: result}
+                refreshInterval: 1h
+            """)
+        let (one, other) = ("\(first)ilo", "\(second)ilo")
+        // A stream of one value holds its pipeline; a JSON GET of the other, then a stream.
+        let held = try await teams.service.events("/f/\(QueryString.percentEncoded(one))/groups")
+        #expect(try await held.next(type: "snapshot").data == Teams.document(team: one))
+        let answer = try await teams.service.get("/f/\(QueryString.percentEncoded(other))/groups")
+        #expect(answer.text == Teams.document(team: other))
+        let stream = try await teams.service.events("/f/\(QueryString.percentEncoded(other))/groups")
+        let document = try await stream.next(type: "snapshot").data
+        #expect(document == Teams.document(team: other))
+        #expect(!document.utf8.elementsEqual(Teams.document(team: one).utf8))
+        let asked = Set(teams.listCalls.map { Array($0.utf8) })
+        #expect(asked.contains(Array("/teams/\(QueryString.percentEncoded(one))/groups?status=open&tag=".utf8)))
+        #expect(asked.contains(Array("/teams/\(QueryString.percentEncoded(other))/groups?status=open&tag=".utf8)))
+        held.close()
+        stream.close()
         await teams.stop()
     }
 
@@ -187,7 +242,8 @@ struct ParameterizedResourceTests {
 
     @Test("live pipelines per resource are bounded: one more value's stream is 503 too_many_pipelines until one is released")
     func pipelinesBounded() async throws {
-        let teams = try await Teams.start(maxLivePipelines: 2)
+        // One client may start them all here: the bound alone (clientShare tests the share).
+        let teams = try await Teams.start(resource: "server: {maxClientSharePercent: 100}", maxLivePipelines: 2)
         let a = try await teams.service.events("/teams/a/groups")
         let b = try await teams.service.events("/teams/b/groups")
         _ = try await a.next(type: "snapshot")

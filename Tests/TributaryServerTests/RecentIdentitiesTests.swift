@@ -33,6 +33,28 @@ struct RecentIdentitiesTests {
         #expect(a != b)
     }
 
+    @Test("credentials equal as Swift strings but not as bytes are two callers: é composed and decomposed, K and the Kelvin sign", arguments: [
+        ("session=caf\u{E9}", "session=cafe\u{301}"), ("Bearer K", "Bearer \u{212A}"), ("\u{C5}", "\u{212B}"),
+    ])
+    func byBytes(first: String, second: String) {
+        #expect(first == second, "Swift's String equality takes them for one")
+        let recent = RecentIdentities(hasher: Self.hasher)
+        let a = recent.identity(subject: nil, headers: [(name: "Cookie", value: first)])
+        let b = recent.identity(subject: nil, headers: [(name: "Cookie", value: second)])
+        #expect(a == Self.hasher.identity(subject: nil, headers: [(name: "Cookie", value: first)]))
+        #expect(b == Self.hasher.identity(subject: nil, headers: [(name: "Cookie", value: second)]))
+        #expect(a != b, "the second caller must not get the first's identity")
+        #expect(recent.count == 2)
+    }
+
+    @Test("a credential longer than longestKey is hashed every time, not kept")
+    func longNotKept() {
+        let recent = RecentIdentities(hasher: Self.hasher)
+        let long = [(name: "Authorization", value: "Bearer " + String(repeating: "x", count: RecentIdentities.longestKey))]
+        #expect(recent.identity(subject: nil, headers: long) == Self.hasher.identity(subject: nil, headers: long))
+        #expect(recent.count == 0)
+    }
+
     @Test("at most limit identities are remembered: a flood of new callers starts it over")
     func bounded() {
         let recent = RecentIdentities(hasher: Self.hasher)

@@ -84,9 +84,9 @@ struct YAMLSectionTests {
             let expected = ConfigurationError("t.yaml: outer.\(key)", "expected a single value")
             #expect(Self.problem { () throws(ConfigurationError) in try section.string(key) } == expected)
             #expect(Self.problem { () throws(ConfigurationError) in try section.requiredString(key) } == expected)
-            #expect(Self.problem { () throws(ConfigurationError) in try section.integer(key, atLeast: 0) } == expected)
+            #expect(Self.problem { () throws(ConfigurationError) in try section.integer(key, in: 0...1) } == expected)
             #expect(Self.problem { () throws(ConfigurationError) in try section.boolean(key) } == expected)
-            #expect(Self.problem { () throws(ConfigurationError) in try section.duration(key) } == expected)
+            #expect(Self.problem { () throws(ConfigurationError) in try section.duration(key, in: .zero ... .seconds(1)) } == expected)
         }
     }
 
@@ -116,21 +116,21 @@ struct YAMLSectionTests {
         }
     }
 
-    @Test("integer reads a whole number at least the minimum; anything else fails naming the minimum and what was found")
+    @Test("integer reads a whole number within its range; anything else fails naming the range and what was found")
     func integer() throws {
         let section = try Self.section(#"outer: {five: 5, zero: 0, negative: -1, plus: +7, quoted: "12", many: many, half: 1.5, hex: 0x10, huge: 99999999999999999999}"#,
                                        at: "outer")
-        #expect(try section.integer("five", atLeast: 1) == 5)
-        #expect(try section.integer("zero", atLeast: 0) == 0)
-        #expect(try section.integer("negative", atLeast: -1) == -1)
-        #expect(try section.integer("plus", atLeast: 0) == 7)
-        #expect(try section.integer("quoted", atLeast: 0) == 12)
-        #expect(try section.integer("absent", atLeast: 1) == nil)
-        let refused = [("zero", 1, "0"), ("negative", 0, "-1"), ("many", 0, "many"), ("half", 0, "1.5"), ("hex", 0, "0x10"),
-                       ("huge", 0, "99999999999999999999")]
-        for (key, minimum, found) in refused {
-            #expect(Self.problem { () throws(ConfigurationError) in try section.integer(key, atLeast: minimum) }
-                == ConfigurationError("t.yaml: outer.\(key)", "expected a whole number ≥ \(minimum), found \"\(found)\""))
+        #expect(try section.integer("five", in: 1...5) == 5)
+        #expect(try section.integer("zero", in: 0...0) == 0)
+        #expect(try section.integer("negative", in: -1...0) == -1)
+        #expect(try section.integer("plus", in: 0...10) == 7)
+        #expect(try section.integer("quoted", in: 0...100) == 12)
+        #expect(try section.integer("absent", in: 1...1) == nil)
+        let refused = [("zero", 1...9, "0"), ("negative", 0...9, "-1"), ("five", 0...4, "5"), ("many", 0...9, "many"), ("half", 0...9, "1.5"),
+                       ("hex", 0...99, "0x10"), ("huge", 0...Int.max, "99999999999999999999")]
+        for (key, range, found) in refused {
+            #expect(Self.problem { () throws(ConfigurationError) in try section.integer(key, in: range) }
+                == ConfigurationError("t.yaml: outer.\(key)", "expected a whole number from \(range.lowerBound) to \(range.upperBound), found \"\(found)\""))
         }
     }
 
@@ -147,7 +147,7 @@ struct YAMLSectionTests {
         }
     }
 
-    @Test("duration reads a number and a unit, ms, s, m or h, up to a year; anything else fails with examples and what was found")
+    @Test("duration reads a number and a unit, ms, s, m or h, within its range (never past a year); anything else fails with examples, the range and what was found")
     func duration() throws {
         let section = try Self.section("""
             outer:
@@ -164,19 +164,30 @@ struct YAMLSectionTests {
               overAYear: 8785h
               words: soon
             """, at: "outer")
-        #expect(try section.duration("millis") == .milliseconds(250))
-        #expect(try section.duration("seconds") == .seconds(5))
-        #expect(try section.duration("fraction") == .milliseconds(1500))
-        #expect(try section.duration("minutes") == .seconds(120))
-        #expect(try section.duration("hours") == .seconds(3600))
-        #expect(try section.duration("zero") == .zero)
-        #expect(try section.duration("year") == .seconds(366 * 24 * 3600))
-        #expect(try section.duration("absent") == nil)
+        #expect(try section.duration("millis", in: Self.anyDuration) == .milliseconds(250))
+        #expect(try section.duration("seconds", in: Self.anyDuration) == .seconds(5))
+        #expect(try section.duration("fraction", in: Self.anyDuration) == .milliseconds(1500))
+        #expect(try section.duration("minutes", in: Self.anyDuration) == .seconds(120))
+        #expect(try section.duration("hours", in: Self.anyDuration) == .seconds(3600))
+        #expect(try section.duration("zero", in: Self.anyDuration) == .zero)
+        #expect(try section.duration("year", in: Self.anyDuration) == .seconds(366 * 24 * 3600))
+        #expect(try section.duration("absent", in: Self.anyDuration) == nil)
         for (key, found) in [("bare", "5"), ("days", "2d"), ("negative", "-1s"), ("overAYear", "8785h"), ("words", "soon")] {
-            #expect(Self.problem { () throws(ConfigurationError) in try section.duration(key) }
-                == ConfigurationError("t.yaml: outer.\(key)", "expected a duration such as 250ms, 5s or 1m (at most a year), found \"\(found)\""))
+            #expect(Self.problem { () throws(ConfigurationError) in try section.duration(key, in: Self.anyDuration) }
+                == ConfigurationError("t.yaml: outer.\(key)", "expected a duration such as 250ms, 5s or 1m from 0s to 8784h, found \"\(found)\""))
+        }
+        let outside: [(key: String, range: ClosedRange<Duration>, said: String)] = [
+            ("millis", .seconds(1) ... .seconds(2), "from 1s to 2s, found \"250ms\""),
+            ("hours", .zero ... .seconds(60), "from 0s to 1m, found \"1h\""),
+        ]
+        for (key, range, said) in outside {
+            #expect(Self.problem { () throws(ConfigurationError) in try section.duration(key, in: range) }
+                == ConfigurationError("t.yaml: outer.\(key)", "expected a duration such as 250ms, 5s or 1m \(said)"))
         }
     }
+
+    /// Every duration a file can write.
+    static let anyDuration = Duration.zero ... .seconds(366 * 24 * 3600)
 
     // MARK: - Sections
 

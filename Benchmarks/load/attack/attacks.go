@@ -22,8 +22,9 @@ type attackStats struct {
 	planned   int
 	connected atomic.Int64 // connections established
 	dialFails atomic.Int64 // connects that failed or timed out
-	opened    atomic.Int64 // flood: 200 answers with the stream's first bytes
+	opened    atomic.Int64 // flood and the part-3 attacks: streams answered 200
 	bytes     atomic.Int64 // bytes the attack wrote
+	requests  atomic.Int64 // the part-3 attacks: requests sent
 
 	mu       sync.Mutex
 	closedAt []time.Duration // when the service closed (or reset) a connection, since the attack began
@@ -44,8 +45,16 @@ func (s *attackStats) serviceClosed() {
 }
 
 func (s *attackStats) answered(statusLine string) {
+	s.answeredN(statusLine, 1)
+}
+
+// answeredN counts n answers (or failures to answer) of one kind.
+func (s *attackStats) answeredN(statusLine string, n int) {
+	if n <= 0 {
+		return
+	}
 	s.mu.Lock()
-	s.answers[statusLine]++
+	s.answers[statusLine] += n
 	s.mu.Unlock()
 }
 
@@ -194,10 +203,15 @@ func writeError(err error) (deadline bool) {
 
 // attackSpec is one attack's configuration for a round.
 type attackSpec struct {
-	count    int
-	duration time.Duration
-	rate     float64       // MiB/s for all its connections together (flood, chunks); 0: no cap
-	interval time.Duration // slowloris: between two bytes of one connection
+	count     int // connections (the part-3 attacks: connections at once)
+	duration  time.Duration
+	rate      float64       // MiB/s for all its connections together (flood, chunks); 0: no cap
+	interval  time.Duration // slowloris: between two bytes of one connection
+	perSecond float64       // the part-3 attacks: requests/s for all their connections together; 0: no cap
+	hold      time.Duration // tokens, params, forwarded: how long an event stream is held open
+	streams   int           // tokens, params, forwarded: event streams open at once, at most
+	clients   int           // xff: distinct X-Forwarded-For clients (requests) in all
+	depth     int           // xff: requests pipelined per write on a connection
 }
 
 // MARK: - Flooding event streams

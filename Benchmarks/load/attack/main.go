@@ -12,6 +12,15 @@
 //	slowloris  request heads sent one byte per -slowloris-interval, never finished
 //	fds        a burst of silent connections beyond the service's open-file limit, held
 //
+// and the part-3 attacks (part3.go), which run with a derived configuration (part3config.go:
+// the shipped one plus auth.jwt, trusted proxies, an address rate limit and three resources),
+// baseline included, so the ratio compares like with like:
+//
+//	tokens     JWTs whose exp/nbf/iat are 0, -1, 2^53, 2^63, 2^64, 1e308, 1e999, strings, null
+//	params     dot segments, encoded bytes, Unicode look-alikes, 1,024/1,025-byte parameter values
+//	forwarded  forwarded Authorization values at server.maxHeaderBytes, each a new identity
+//	xff        200,000 distinct X-Forwarded-For clients from the trusted loopback peer
+//
 // The service's RSS and each of its threads' CPU time are read every 100 ms throughout;
 // after the attacks stop, the time until every thread is idle again. Goals (the hardening
 // issue's): no crash; RSS ≤ idle + 64 MiB throughout; throughput under attack ≥ 80% of the
@@ -46,6 +55,13 @@ type options struct {
 	warmup                          time.Duration
 	attacks                         map[string]bool
 	flood, chunks, slowloris, fds   attackSpec
+	tokens, params, forwarded, xff  attackSpec
+	part3                           bool     // a part-3 attack runs: the derived configuration
+	serviceConfig                   string   // the configuration the rounds' services run with
+	serviceEnv                      []string // and their environment (the JWT key)
+	jwtSecret                       []byte
+	tokensNested                    bool
+	maxHeaderBytes                  int
 	idlePercent                     float64
 	idleWindow, idleHold            time.Duration
 	recoveryGoal, recoveryMax       time.Duration
@@ -71,7 +87,7 @@ func main() {
 	flag.DurationVar(&o.wrkDuration, "wrk-duration", 10*time.Second, "wrk -d (whole seconds)")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "wrk warm-up on each fresh service, before the idle RSS")
 	flag.DurationVar(&o.attackDelay, "attack-delay", 500*time.Millisecond, "the attacks begin this long after wrk (whose connections are open by then)")
-	only := flag.String("attacks", "flood,chunks,slowloris,fds", "the attacks to run, comma-separated")
+	only := flag.String("attacks", "flood,chunks,slowloris,fds", "the attacks to run, comma-separated (also tokens, params, forwarded, xff; all: every one)")
 	flag.IntVar(&o.flood.count, "flood", 200, "flooding event streams")
 	flag.DurationVar(&o.flood.duration, "flood-duration", 12*time.Second, "how long the flooding streams run")
 	flag.Float64Var(&o.flood.rate, "flood-rate", 64, "MiB/s the flooding streams write in all, at most (0: as fast as the sockets take)")
@@ -83,6 +99,23 @@ func main() {
 	flag.DurationVar(&o.slowloris.interval, "slowloris-interval", 3*time.Second, "between two bytes of one slowloris connection")
 	flag.IntVar(&o.fds.count, "fds", 2048, "connections of the descriptor-exhaustion burst")
 	flag.DurationVar(&o.fds.duration, "fds-duration", 12*time.Second, "how long the burst's connections are held")
+	part3Flags := func(spec *attackSpec, name string, conns int, perSecond float64, what string) {
+		flag.IntVar(&spec.count, name, conns, name+": connections at once ("+what+")")
+		flag.DurationVar(&spec.duration, name+"-duration", 12*time.Second, name+": how long it runs")
+		flag.Float64Var(&spec.perSecond, name+"-rate", perSecond, name+": requests/s in all, at most (0: no cap)")
+		flag.DurationVar(&spec.hold, name+"-hold", time.Second, name+": how long each event stream is held open")
+		flag.IntVar(&spec.streams, name+"-streams", 64, name+": event streams open at once, at most (each a connection)")
+	}
+	part3Flags(&o.tokens, "tokens", 16, 400, "JWTs with extreme claims")
+	flag.BoolVar(&o.tokensNested, "tokens-nested", true, "tokens: also the two tokens whose JSON ends 513 arrays deep (they crash a service built with Swift 6.3.1: README)")
+	part3Flags(&o.params, "params", 16, 400, "hostile parameter values")
+	part3Flags(&o.forwarded, "forwarded", 16, 200, "Authorization at server.maxHeaderBytes, forwarded")
+	flag.IntVar(&o.xff.count, "xff-connections", 8, "xff: keep-alive connections")
+	flag.IntVar(&o.xff.clients, "xff", 200000, "xff: distinct X-Forwarded-For clients, one request each (one in 16 repeated)")
+	flag.DurationVar(&o.xff.duration, "xff-duration", 12*time.Second, "xff: how long it runs at most")
+	flag.Float64Var(&o.xff.perSecond, "xff-rate", 20000, "xff: requests/s in all, at most (0: no cap)")
+	flag.IntVar(&o.xff.depth, "xff-depth", 16, "xff: requests pipelined per write on one connection")
+	flag.IntVar(&o.maxHeaderBytes, "max-header-bytes", shippedMaxHeaderBytes, "forwarded: server.maxHeaderBytes of the configuration (requests are sized just under it)")
 	flag.Float64Var(&o.idlePercent, "idle-percent", 5, "a thread is idle below this % of one core over -idle-window")
 	flag.DurationVar(&o.idleWindow, "idle-window", 200*time.Millisecond, "the window of the idle test")
 	flag.DurationVar(&o.idleHold, "idle-hold", time.Second, "recovered = idle windows for at least this long in a row")
@@ -105,9 +138,17 @@ func main() {
 		switch name = strings.TrimSpace(name); name {
 		case "flood", "chunks", "slowloris", "fds":
 			o.attacks[name] = true
+		case "tokens", "params", "forwarded", "xff":
+			o.attacks[name] = true
+			o.part3 = true
+		case "all":
+			for _, each := range []string{"flood", "chunks", "slowloris", "fds", "tokens", "params", "forwarded", "xff"} {
+				o.attacks[each] = true
+			}
+			o.part3 = true
 		case "", "none":
 		default:
-			log.Fatalf("unknown attack %q (flood, chunks, slowloris, fds)", name)
+			log.Fatalf("unknown attack %q (flood, chunks, slowloris, fds, tokens, params, forwarded, xff, all)", name)
 		}
 	}
 	if o.slowloris.interval <= 0 || o.rounds < 1 || o.fdLimit < 0 || o.wrkDuration < time.Second {
@@ -115,18 +156,34 @@ func main() {
 	}
 	runtime.GOMAXPROCS(*procs)
 	need := 100
-	for name, spec := range map[string]attackSpec{"flood": o.flood, "chunks": o.chunks, "slowloris": o.slowloris, "fds": o.fds} {
+	for name, spec := range map[string]attackSpec{"flood": o.flood, "chunks": o.chunks, "slowloris": o.slowloris, "fds": o.fds,
+		"tokens": o.tokens, "params": o.params, "forwarded": o.forwarded, "xff": o.xff} {
 		if o.attacks[name] {
-			need += spec.count
+			need += spec.count + spec.streams
 		}
 	}
 	harness.Check(harness.RaiseFileLimit(need))
 	work, err := harness.NewWorkspace("attack", *keep)
 	harness.Check(err)
 	defer work.Close()
+	o.serviceConfig = o.config
+	if o.part3 {
+		// The part-3 inputs need auth, trusted proxies and a limit the shipped file leaves
+		// off; the baseline runs with the same file, so the ratio compares like with like.
+		o.serviceConfig, err = writePart3Config(work.Dir, o.config)
+		work.Check(err)
+		secret := newJWTSecret()
+		o.jwtSecret = []byte(secret)
+		o.serviceEnv = []string{jwtSecretVariable + "=" + secret}
+	}
 
-	fmt.Printf("attack: %d rounds; wrk -t%d -c%d -d%s on /groups, upstream %s; service %s, shipped config %s, open files %d:%d\n",
-		o.rounds, o.wrkThreads, o.wrkConnections, o.wrkDuration, o.upstream, o.bin, o.config, o.fdLimit, o.fdLimit)
+	configNote := "shipped config " + o.config
+	if o.part3 {
+		configNote = "config derived from " + o.config + " (+ auth.jwt HS256, trustedProxies 127.0.0.1/32, rateLimit 1000000/s by ip, " +
+			"/secure/groups, /anyteam/{team}/groups, /limited/groups 1/m), baseline and attack alike"
+	}
+	fmt.Printf("attack: %d rounds; wrk -t%d -c%d -d%s on /groups, upstream %s; service %s, %s, open files %d:%d\n",
+		o.rounds, o.wrkThreads, o.wrkConnections, o.wrkDuration, o.upstream, o.bin, configNote, o.fdLimit, o.fdLimit)
 	fmt.Printf("attacks from wrk's start + %s: %s\n", o.attackDelay, describeAttacks(o))
 	fmt.Printf("this tool runs on GOMAXPROCS=%d; machine: %d cores\n", *procs, runtime.NumCPU())
 
@@ -164,10 +221,30 @@ func describeAttacks(o options) string {
 	if o.attacks["fds"] {
 		parts = append(parts, fmt.Sprintf("fds burst %d × %s", o.fds.count, o.fds.duration))
 	}
+	for _, p := range []struct {
+		name string
+		spec attackSpec
+	}{{"tokens", o.tokens}, {"params", o.params}, {"forwarded", o.forwarded}} {
+		if o.attacks[p.name] {
+			parts = append(parts, fmt.Sprintf("%s %d connections × %s (≤ %s; streams held %s, ≤ %d at once)", p.name, p.spec.count,
+				p.spec.duration, perSecond(p.spec.perSecond), p.spec.hold, p.spec.streams))
+		}
+	}
+	if o.attacks["xff"] {
+		parts = append(parts, fmt.Sprintf("xff %d clients over %d connections, %d pipelined, ≤ %s (at most %s)", o.xff.clients,
+			o.xff.count, o.xff.depth, perSecond(o.xff.perSecond), o.xff.duration))
+	}
 	if len(parts) == 0 {
 		return "none"
 	}
 	return strings.Join(parts, "; ")
+}
+
+func perSecond(requests float64) string {
+	if requests <= 0 {
+		return "no cap"
+	}
+	return fmt.Sprintf("%g requests/s", requests)
 }
 
 func rate(mib float64) string {
@@ -240,9 +317,12 @@ func runRound(work *harness.Workspace, o options, round int) (r roundResult) {
 	r.round = round
 	logName := fmt.Sprintf("service-%d.log", round)
 	logPath := filepath.Join(work.Dir, logName)
+	args := []string{"--upstream", "tasks=" + o.upstream, "--upstream", "media=" + o.upstream, "--upstream", "search=" + o.upstream}
+	if o.part3 {
+		args = append(args, "--upstream", "accounts="+o.upstream) // /me/groups, which the forwarded attack asks
+	}
 	s, err := work.StartServiceWith(harness.ServiceOptions{
-		Bin: o.bin, ConfigPath: o.config, OpenFiles: o.fdLimit,
-		Args: []string{"--upstream", "tasks=" + o.upstream, "--upstream", "media=" + o.upstream, "--upstream", "search=" + o.upstream},
+		Bin: o.bin, ConfigPath: o.serviceConfig, OpenFiles: o.fdLimit, Args: args, Env: o.serviceEnv,
 	}, logName)
 	if err != nil {
 		r.fatal = err
@@ -352,6 +432,16 @@ func runAttacks(addr string, o options) []*attackStats {
 	launch("flood", o.flood, flood)
 	launch("chunks", o.chunks, chunks)
 	launch("slowloris", o.slowloris, slowloris)
+	launch("tokens", o.tokens, func(addr string, spec attackSpec, start time.Time, st *attackStats, connected *sync.WaitGroup) {
+		probing(addr, spec, start, st, connected, tokenProbes(addr, o.jwtSecret, o.tokensNested))
+	})
+	launch("params", o.params, func(addr string, spec attackSpec, start time.Time, st *attackStats, connected *sync.WaitGroup) {
+		probing(addr, spec, start, st, connected, paramProbes(addr))
+	})
+	launch("forwarded", o.forwarded, func(addr string, spec attackSpec, start time.Time, st *attackStats, connected *sync.WaitGroup) {
+		probing(addr, spec, start, st, connected, forwardedProbes(addr, o.jwtSecret, o.maxHeaderBytes))
+	})
+	launch("xff", o.xff, xff)
 	if o.attacks["fds"] {
 		st := newStats("fds", o.fds.count)
 		all = append(all, st)
@@ -484,11 +574,20 @@ func printRound(o options, r roundResult) {
 			sent = fmt.Sprintf("%d B | %.0f B/s", bytes, float64(bytes)/seconds)
 		}
 		opened := "-"
-		if st.name == "flood" {
+		if st.name != "chunks" && st.name != "slowloris" && st.name != "fds" && st.name != "xff" {
 			opened = fmt.Sprint(st.opened.Load())
 		}
+		answers := st.answerSummary()
+		if st.requests.Load() > 0 {
+			answers = fmt.Sprintf("%d requests (%.0f/s): below", st.requests.Load(), float64(st.requests.Load())/seconds)
+		}
 		fmt.Printf("| %s | %d | %d | %d | %s | %s | %d | %.1f | %s |\n", st.name, st.planned, st.connected.Load(),
-			st.dialFails.Load(), opened, sent, st.closedCount(), st.medianClose().Seconds(), st.answerSummary())
+			st.dialFails.Load(), opened, sent, st.closedCount(), st.medianClose().Seconds(), answers)
+	}
+	for _, st := range r.attacks {
+		if st.requests.Load() > 0 {
+			fmt.Printf("answers to %s (kind, status, error code × count): %s\n", st.name, st.answerSummary())
+		}
 	}
 	switch {
 	case r.crashed:

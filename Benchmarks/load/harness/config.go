@@ -42,6 +42,9 @@ func WriteConfig(dir string, c Config) (string, error) {
 	line("server:")
 	line("  workers: 1")
 	line("  logLevel: warning")
+	// The tools' clients are all one address (loopback): the per-client bound is not what
+	// they measure.
+	line("  maxStreamsPerClient: 1000000")
 	optional("  ", "maxConnections", c.MaxConnections)
 	if c.MaxSubscribers != 0 || c.Heartbeat != "" {
 		line("sse:")

@@ -202,6 +202,9 @@ server:
   logLevel: warning
   maxConnections: %d
   maxIdentities: %d
+  # Every stream is one client (loopback): it must be let start every pipeline and identity.
+  maxStreamsPerClient: 1000000
+  maxClientSharePercent: 100
 sse:
   maxSubscribers: %d
 upstreams:

@@ -38,7 +38,8 @@ final class DetailBatchLoader {
     private let batch: DetailBatch
     private let callPath: BatchCallPath
     private let window: Duration
-    private var slots: [String: Slot] = [:]
+    /// By id, byte for byte (``ExactText``): ids an upstream tells apart are fetched apart.
+    private var slots: [ExactText: Slot] = [:]
     /// Ids asked and not yet in a call, in the order first asked; from ``pendingHead`` on,
     /// those withdrawn meanwhile (no waiter left) included, skipped when calls are made.
     private var pending: [Slot] = []
@@ -125,7 +126,7 @@ final class DetailBatchLoader {
         for (id, tag) in ids {
             var isNew = false
             // One lookup: the slot found, or made in its place.
-            let slot = Self.found(&slots[id, default: {
+            let slot = Self.found(&slots[ExactText(id), default: {
                 isNew = true
                 return Slot(id: id, trace: trace)
             }()])
@@ -149,7 +150,7 @@ final class DetailBatchLoader {
     func withdraw(_ ids: some Sequence<String>, of waiter: any DetailWaiter) {
         var freedRoom = false
         for id in ids {
-            guard let slot = slots[id], slot.remove(waiter), !slot.isAwaited else { continue }
+            guard let slot = slots[ExactText(id)], slot.remove(waiter), !slot.isAwaited else { continue }
             if let call = slot.call {
                 // Kept while in flight: asked again, it joins the call.
                 call.waitedOn -= 1
@@ -222,7 +223,7 @@ final class DetailBatchLoader {
     /// while this one is found, would go back).
     private func forget(_ slot: Slot) {
         slot.isFound = false
-        if let removed = slots.removeValue(forKey: slot.id), removed !== slot { slots[slot.id] = removed }
+        if let removed = slots.removeValue(forKey: ExactText(slot.id)), removed !== slot { slots[ExactText(slot.id)] = removed }
     }
 
     private static func found(_ slot: inout Slot) -> Slot { slot }
@@ -250,7 +251,8 @@ final class DetailBatchLoader {
         }
         for item in items {
             // Found and taken out in one lookup; a slot of another call goes back.
-            guard let id = ListResource.id(of: item, member: batch.idMember), let slot = slots.removeValue(forKey: id) else { continue }
+            guard let id = ListResource.id(of: item, member: batch.idMember).map(ExactText.init),
+                  let slot = slots.removeValue(forKey: id) else { continue }
             guard slot.call === call else {
                 slots[id] = slot
                 continue

@@ -54,12 +54,26 @@ public struct ParameterValidator {
         if value.utf8.count > ParameterDefinition.maximumValueBytes {
             return "is longer than \(ParameterDefinition.maximumValueBytes) bytes"
         }
-        if let allowed = definition.allowed, !allowed.contains(value) {
+        if Self.isDotSegment(value) {
+            return "cannot be . or ..: it would move the upstream path"
+        }
+        // By bytes, as everything shared is keyed: `enum: [café]` takes the bytes it names.
+        if let allowed = definition.allowed, !allowed.contains(where: { $0.utf8.elementsEqual(value.utf8) }) {
             return "must be one of \(allowed.joined(separator: ", "))"
         }
         if let pattern, (try? pattern.firstMatch(in: value)) == nil {
             return "does not match \(definition.pattern ?? "")"
         }
         return nil
+    }
+
+    /// Whether `value` is `.` or `..`, in any parameter: a value may land in a segment of an
+    /// upstream path, and percent-encoding leaves dots as they are (they are unreserved), so
+    /// such a value would move the path, carrying the service's credentials (`/teams/../groups`).
+    /// A value that only holds dots among other bytes (`../x`, `a/./b`) stays one segment: its
+    /// `/` is encoded (`..%2Fx`), as the contract's parameter tests require.
+    static func isDotSegment(_ value: String) -> Bool {
+        let bytes = value.utf8
+        return (1...2).contains(bytes.count) && bytes.allSatisfy { $0 == UInt8(ascii: ".") }
     }
 }

@@ -6,8 +6,10 @@ import HTTPCore
 ///
 /// Each value is percent-encoded into its place, everything but RFC 3986's unreserved
 /// characters (`/`, `+`, `&`, `=`, spaces, `%` and non-ASCII included), so a value is exactly
-/// one path segment or one query value whatever it holds: `../x` cannot climb, `a&b=c` cannot
-/// add a query parameter.
+/// one path segment or one query value whatever it holds: `a/b` stays one segment, `a&b=c`
+/// cannot add a query parameter. `.` is unreserved and stays as it is, so a value that is a
+/// dot segment (`..`) would still move the path: ``ParameterValidator`` refuses those before
+/// anything is rendered.
 ///
 /// ```swift
 /// let list = UpstreamPath("/teams/{team}/groups?status={status}")!

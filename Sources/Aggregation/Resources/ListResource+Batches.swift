@@ -95,7 +95,8 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
         self.items = items
         merged = MergedItems(count: items.count)
         nextOfSameID = Array(repeating: -1, count: items.count)
-        var firstOfID: [String: Int] = [:]
+        // By bytes (``ExactText``): two ids an upstream tells apart are two items to fetch.
+        var firstOfID: [ExactText: Int] = [:]
         firstOfID.reserveCapacity(items.count)
         for index in items.indices {
             guard onResult != nil else { return }
@@ -109,7 +110,7 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
                 continue
             }
             // One lookup: the first item of the id, or this one made the first.
-            let first = Self.firstIndex(&firstOfID[id, default: index])
+            let first = Self.firstIndex(&firstOfID[ExactText(id), default: index])
             if first == index {
                 asked.append((id, index))
             } else {

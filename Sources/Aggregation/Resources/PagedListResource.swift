@@ -117,9 +117,14 @@ public struct PagedListResource {
     }
 
     /// The id `loadMore` is activated with for an item's next page.
+    /// Which row to load more of: by its id's bytes (``ExactText``), so that `K` never loads
+    /// the row of the Kelvin sign.
     public struct LoadMore: Hashable, Sendable {
         public let id: String
         public init(id: String) { self.id = id }
+
+        public static func == (lhs: LoadMore, rhs: LoadMore) -> Bool { ExactText(lhs.id) == ExactText(rhs.id) }
+        public func hash(into hasher: inout Hasher) { ExactText.hash(id, into: &hasher) }
     }
 
     // MARK: - Calls

@@ -1,14 +1,26 @@
 /// The values of a resource's parameters that one request asked for, e.g. `team=core,
 /// status=open`, ordered by name so that equal values compare and hash equal whatever order
 /// the request named them in. Part of the ``SharingKey``: a document of team `a` never
-/// answers team `b`.
+/// answers team `b`, nor a value of team `K` (the Kelvin sign) team `K`: values compare by
+/// their bytes, exactly as they are sent upstream.
 public struct ParameterValues: Hashable, Sendable, CustomStringConvertible {
     /// The parameters, by name in ascending order, each with its value.
     public let entries: [Entry]
 
+    /// Compared and hashed by its bytes (``ExactText``): `K` and the Kelvin sign are two
+    /// values, two pipelines, as they are two different upstream calls.
     public struct Entry: Hashable, Sendable {
         public let name: String
         public let value: String
+
+        public static func == (lhs: Entry, rhs: Entry) -> Bool {
+            lhs.name.utf8.elementsEqual(rhs.name.utf8) && lhs.value.utf8.elementsEqual(rhs.value.utf8)
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            ExactText.hash(name, into: &hasher)
+            ExactText.hash(value, into: &hasher)
+        }
     }
 
     /// A resource without parameters.
@@ -19,7 +31,7 @@ public struct ParameterValues: Hashable, Sendable, CustomStringConvertible {
     }
 
     public subscript(name: String) -> String? {
-        entries.first { $0.name == name }?.value
+        entries.first { $0.name.utf8.elementsEqual(name.utf8) }?.value
     }
 
     public var isEmpty: Bool { entries.isEmpty }

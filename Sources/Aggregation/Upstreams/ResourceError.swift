@@ -1,3 +1,4 @@
+import HTTPCore
 import UpstreamClient
 
 /// Why a resource could not be built from its upstreams, in the words a client gets:
@@ -53,8 +54,7 @@ public struct ResourceError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// `duration` in whole seconds, rounded up, at least 1 (what `Retry-After` can say).
     public static func wholeSeconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0))
+        max(1, duration.wholeSecondsRoundedUp)
     }
 
     public var description: String { message }

@@ -14,11 +14,12 @@ import Rivers
 public final class RowsView: LiveViewModel {
     private let trigger = Trigger()
     private let argument: String
-    /// The ids of the current rows, so a `loadMore` for an unknown id is refused.
-    private var knownIDs: Set<String> = []
+    /// The ids of the current rows, so a `loadMore` for an unknown id is refused (by bytes:
+    /// an id canonically equivalent to a row's is another id).
+    private var knownIDs: Set<ExactText> = []
     /// The rows that have their first page: before it, a `loadMore` would be lost (the row
     /// waits for it only once a page is in), so it is refused instead.
-    private var loadedIDs: Set<String> = []
+    private var loadedIDs: Set<ExactText> = []
     public private(set) var states: AnyPublisher<LiveState, Never>
 
     public init(_ resource: PagedListResource, argument: String = "topic", trace: TraceContext) {
@@ -33,10 +34,10 @@ public final class RowsView: LiveViewModel {
         .removeDuplicates()
         .eraseToAnyPublisher()
         listed = { [weak self] ids in
-            self?.knownIDs = ids
+            self?.knownIDs = Set(ids.map(ExactText.init))
             self?.loadedIDs = []
         }
-        loaded = { [weak self] id in self?.loadedIDs.insert(id) }
+        loaded = { [weak self] id in self?.loadedIDs.insert(ExactText(id)) }
     }
 
     /// Its triggers, whatever the resource (the API description lists them).
@@ -50,8 +51,8 @@ public final class RowsView: LiveViewModel {
             self.trigger.activate(for: Control.reload)
         case "loadMore":
             guard let id = arguments[argument] else { throw .invalidArgument("loadMore needs ?\(argument)=<id>") }
-            guard knownIDs.contains(id) else { throw .invalidArgument("no \(argument) \"\(id)\" in this stream") }
-            guard loadedIDs.contains(id) else { throw .invalidArgument("\(argument) \"\(id)\" has not loaded its first page yet") }
+            guard knownIDs.contains(ExactText(id)) else { throw .invalidArgument("no \(argument) \"\(id)\" in this stream") }
+            guard loadedIDs.contains(ExactText(id)) else { throw .invalidArgument("\(argument) \"\(id)\" has not loaded its first page yet") }
             self.trigger.activate(for: PagedListResource.LoadMore(id: id))
         default:
             throw .unknownTrigger(trigger)

@@ -74,7 +74,7 @@ final class AccessGate {
     let quota: StreamQuota
     /// `server.trustedProxies` and `server.maxStreamsPerClient`, as the last reload said.
     var trustedProxies: [AddressRange]
-    var streamsPerClient: Int?
+    var streamsPerClient: Int
     private var counters: [String: Counter] = [:]
 
     /// Names a client in Redis: a keyed hash, the same on every replica (its key derives from
@@ -96,7 +96,7 @@ final class AccessGate {
         self.quota = quota
         trustedProxies = configuration.server.trustedProxies
         streamsPerClient = configuration.streamsPerClient
-        if configuration.streamsPerClient != nil { fleetLimiter = makeFleet() }
+        if configuration.isRateLimited { fleetLimiter = makeFleet() }
     }
 
     private var fleet: FleetRateLimiter? {
@@ -175,8 +175,8 @@ final class AccessGate {
         fleet.decide(hasher.identity(subject: client, headers: []).digest, local: client, policy: limit.name, limit.gcra, decided)
     }
 
-    /// The client as a limit counts it: its token's subject (by identity, when it has a
-    /// token), else its address.
+    /// The client as a limit or a quota counts it: its token's subject (by identity, when it
+    /// has a token), else its address in canonical form, IPv6 per /64 (``ClientAddress``).
     func clientName(_ request: ServerRequest, _ credential: Credential?, by kind: Configuration.ClientKeyKind) -> String {
         if kind == .identity, let credential { return "sub:" + credential.subjectIdentity.digest }
         return "ip:" + ClientAddress.of(request, trusting: trustedProxies)

@@ -4,7 +4,7 @@ import HTTPServer
 /// `WWW-Authenticate: Bearer realm="tributary"` challenge (with `error="invalid_token"` for a
 /// token that is there but not good), or 403 `insufficient_scope` naming the scopes needed.
 /// The body is the service's usual JSON error; nothing of the token is ever in it.
-enum AuthFailure: Error, Equatable {
+package enum AuthFailure: Error, Equatable {
     /// No token, where one is required.
     case missing
     /// A token that failed verification; `reason` says which check, in the service's words.

@@ -3,7 +3,7 @@ import Aggregation
 /// A verified bearer token, as the service keeps it: whose it is, what it allows and until
 /// when. Made once per token by ``TokenVerifier`` and kept in ``VerifiedTokens``; the token
 /// itself is never kept in it, logged or sent anywhere.
-struct Credential: Sendable {
+package struct Credential: Sendable {
     /// The token's `sub`.
     let subject: String
     /// The keyed hash of the subject alone (``IdentityHasher``): the identity of an

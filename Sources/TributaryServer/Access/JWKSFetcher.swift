@@ -83,7 +83,7 @@ final class JWKSFetcher {
         Task {
             do {
                 let made = try await TokenKeys.make(jwks: body)
-                keys.setFetched(made)
+                keys.setFetched(made, from: Array(body))
                 logger.debug("auth: JWKS fetched", metadata: ["keys": "\(made.count)"])
             } catch {
                 logger.warning("auth: the JWKS is not a key set; the keys known stay", metadata: ["url": "\(url)"])

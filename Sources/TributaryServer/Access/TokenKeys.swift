@@ -15,10 +15,10 @@ import Synchronization
 /// made on a task at start, a fetched set's likewise; until the first are in
 /// (``isLoaded``), a token waits for them (``whenLoaded(_:)``) rather than being refused.
 /// One lock guards the table; what it holds is immutable.
-final class TokenKeys: Sendable {
+package final class TokenKeys: Sendable {
     /// One key: its id (nil: for tokens without a `kid`) and jwt-kit's verifier, whose
     /// `name` is the algorithm a token's header must name.
-    struct Key: Sendable {
+    package struct Key: Sendable {
         let kid: String?
         let verifier: any JWTAlgorithm
     }
@@ -30,6 +30,9 @@ final class TokenKeys: Sendable {
         /// Whether a JWKS fetch ended (true at once without a JWKS).
         var fetchedIn: Bool
         var isLoaded: Bool { configuredIn && fetchedIn }
+        /// The JWKS document the fetched keys were made from: a fetch of the same document
+        /// changes nothing.
+        var fetchedDocument: [UInt8]?
         /// Bumped whenever the keys change: tokens verified before are verified again.
         var generation = 0
         var waiters: [@Sendable () -> Void] = []
@@ -40,7 +43,7 @@ final class TokenKeys: Sendable {
     private let onChange: @Sendable () -> Void
 
     /// Keys of the file, and of a JWKS if `expectsJWKS`; none until they are set.
-    init(expectsJWKS: Bool, onChange: @escaping @Sendable () -> Void = {}) {
+    package init(expectsJWKS: Bool, onChange: @escaping @Sendable () -> Void = {}) {
         state = Mutex(State(fetchedIn: !expectsJWKS))
         self.onChange = onChange
     }
@@ -73,37 +76,46 @@ final class TokenKeys: Sendable {
     }
 
     /// The keys of the file, made.
-    func setConfigured(_ keys: [Key]) {
+    package func setConfigured(_ keys: [Key]) {
         change { state in
             state.configured = keys
             state.configuredIn = true
+            return true
         }
     }
 
-    /// The keys of a JWKS just fetched (nil: the fetch failed; the keys known stay).
-    func setFetched(_ keys: [Key]?) {
+    /// The keys of a JWKS just fetched from `document` (nil: the fetch failed; the keys known
+    /// stay). Only keys that changed forget the verified tokens: a token naming a made-up
+    /// `kid` makes a fetch (at most once every 10 s), and each fetch of the same document
+    /// must not empty the cache that spares every other client a signature check.
+    func setFetched(_ keys: [Key]?, from document: [UInt8]? = nil) {
         change { state in
-            if let keys { state.fetched = keys }
             state.fetchedIn = true
+            guard let keys, document == nil || document != state.fetchedDocument else { return false }
+            state.fetched = keys
+            state.fetchedDocument = document
+            return true
         }
     }
 
-    private func change(_ body: (inout State) -> Void) {
-        let waiters = state.withLock { state in
-            body(&state)
-            state.generation += 1
-            guard state.isLoaded else { return [@Sendable () -> Void]() }
+    /// Applies `body` (which says whether the keys changed); when they did, the generation
+    /// moves and ``onChange`` runs. Waiters run once the first keys are in.
+    private func change(_ body: (inout State) -> Bool) {
+        let (changed, waiters) = state.withLock { state in
+            let changed = body(&state)
+            if changed { state.generation += 1 }
+            guard state.isLoaded else { return (changed, [@Sendable () -> Void]()) }
             defer { state.waiters = [] }
-            return state.waiters
+            return (changed, state.waiters)
         }
-        onChange()
+        if changed { onChange() }
         for waiter in waiters { waiter() }
     }
 
     // MARK: - Making verifiers with jwt-kit
 
     /// jwt-kit's verifiers for the file's keys.
-    static func make(_ keys: [Configuration.JWTKey]) async throws -> [Key] {
+    package static func make(_ keys: [Configuration.JWTKey]) async throws -> [Key] {
         let collection = JWTKeyCollection()
         var made: [Key] = []
         for (index, key) in keys.enumerated() {

@@ -1,4 +1,4 @@
-import Aggregation
+package import Aggregation
 import EventLoop
 import Glibc
 import JWTKit
@@ -22,7 +22,7 @@ import JWTKit
 /// The answer comes at once unless the token needs keys not in yet: the first keys at
 /// start, or a `kid` the JWKS does not have (fetched again at most once every 10 s); it then
 /// comes on `loop` once they are.
-final class TokenVerifier: Sendable {
+package final class TokenVerifier: Sendable {
     let settings: Configuration.JWTSettings
     let keys: TokenKeys
     private let tokens: VerifiedTokens
@@ -31,7 +31,7 @@ final class TokenVerifier: Sendable {
     /// ended, or at once when none may be made now. Nil without a JWKS.
     let refetch: (@Sendable (_ kid: String, _ done: @escaping @Sendable () -> Void) -> Void)?
 
-    init(
+    package init(
         settings: Configuration.JWTSettings, keys: TokenKeys, tokens: VerifiedTokens, hasher: IdentityHasher,
         refetch: (@Sendable (_ kid: String, _ done: @escaping @Sendable () -> Void) -> Void)?
     ) {
@@ -66,7 +66,7 @@ final class TokenVerifier: Sendable {
     }
 
     /// What checking a token found.
-    enum Check {
+    package enum Check {
         case verified(Credential)
         case refused(AuthFailure)
         /// The token names a `kid` no key has (it may be in a newer JWKS).
@@ -74,8 +74,9 @@ final class TokenVerifier: Sendable {
     }
 
     /// Checks `token` synchronously with the keys known now, at wall-clock time `now`.
-    func check(_ token: String, now: Double) -> Check {
+    package func check(_ token: String, now: Double) -> Check {
         let bytes = Array(token.utf8)
+        if let problem = TokenShape.problem(bytes) { return .refused(.invalid(reason: problem)) }
         let parsed: (header: JWTHeader, payload: TokenClaims, signature: [UInt8])
         do {
             let (header, payload, signature) = try DefaultJWTParser().parse(bytes, as: TokenClaims.self)
@@ -116,7 +117,7 @@ final class TokenVerifier: Sendable {
     }
 
     /// Wall-clock seconds since 1970: what `exp` and `nbf` count.
-    static func now() -> Double {
+    package static func now() -> Double {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9

@@ -1,3 +1,4 @@
+import Aggregation
 import Synchronization
 
 /// The tokens the process verified lately, with what each grants, so that a client sending
@@ -8,21 +9,23 @@ import Synchronization
 /// is verified every time); an entry is never used past its token's `exp` plus the leeway,
 /// and everything is forgotten when the keys change (a key taken out of a JWKS must not
 /// keep its tokens in).
-final class VerifiedTokens: Sendable {
+package final class VerifiedTokens: Sendable {
     static let capacity = 10_000
     static let longestToken = 2048
 
-    private let entries = Mutex<[String: Credential]>([:])
+    /// By the token's bytes (``ExactText``): Swift's `String` equality would take a token with
+    /// `K` swapped for the Kelvin sign for the token verified.
+    private let entries = Mutex<[ExactText: Credential]>([:])
 
-    init() {}
+    package init() {}
 
     /// The credential `token` was verified as, while it is still accepted at `now`.
-    func credential(for token: String, now: Double) -> Credential? {
-        guard let credential = entries.withLock({ $0[token] }), now <= credential.acceptedUntil else { return nil }
+    package func credential(for token: String, now: Double) -> Credential? {
+        guard let credential = entries.withLock({ $0[ExactText(token)] }), now <= credential.acceptedUntil else { return nil }
         return credential
     }
 
-    func keep(_ credential: Credential, for token: String, now: Double) {
+    package func keep(_ credential: Credential, for token: String, now: Double) {
         guard token.utf8.count <= Self.longestToken else { return }
         entries.withLock { entries in
             if entries.count >= Self.capacity {
@@ -30,7 +33,7 @@ final class VerifiedTokens: Sendable {
                 // Still full of live tokens: start over rather than scan for the oldest.
                 if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
             }
-            entries[token] = credential
+            entries[ExactText(token)] = credential
         }
     }
 

@@ -1,6 +1,7 @@
 import Aggregation
 import CoreMetrics
 import EventLoop
+import HTTPCore
 import HTTPServer
 import Logging
 import OpenCombine
@@ -87,7 +88,7 @@ extension ClusterAgent {
             return reason
         case .success(let lease):
             guard ClusterMessage.decodeReplica(lease.payload) != nil else { return .malformed }
-            let renewedWithin = 2 * WallClock.milliseconds(settings.leaseTTL)
+            let renewedWithin = WallClock.milliseconds(settings.leaseTTL).multipliedSaturated(by: 2)
             return lease.time.addingSaturated(renewedWithin) < now ? .stale : nil
         }
     }

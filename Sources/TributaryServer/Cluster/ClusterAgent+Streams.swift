@@ -54,7 +54,7 @@ extension ClusterAgent {
             let deadline = LoopTimer(loop: loop) { [unowned self] in
                 complete(tag, .failure(HTTPError(
                     status: 504, code: "cluster_timeout",
-                    message: "the replica holding stream \(id) did not answer within \(Self.controlTimeout)")))
+                    message: "the replica holding stream \(id.redacted) did not answer within \(Self.controlTimeout)")))
             }
             deadline.schedule(after: Self.controlTimeout)
             pending[tag] = (answer, deadline)

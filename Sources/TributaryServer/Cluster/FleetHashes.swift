@@ -11,17 +11,7 @@ import HTTPCore
 enum Digest {
     /// The digest as 64 lowercase hex digits.
     static func sha256Hex(_ bytes: [UInt8]) -> String {
-        String(decoding: hex(SHA256.hash(data: bytes)), as: UTF8.self)
-    }
-
-    /// Two lowercase hex digits per byte.
-    static func hex(_ bytes: some Sequence<UInt8>) -> [UInt8] {
-        var text: [UInt8] = []
-        for byte in bytes {
-            let pair = LowercaseHex.string(UInt64(byte)).utf8.suffix(2)
-            text.append(contentsOf: pair)
-        }
-        return text
+        LowercaseHex.string(bytes: Array(SHA256.hash(data: bytes)))
     }
 }
 
@@ -41,7 +31,7 @@ enum MessageAuthentication {
 
     /// The code as 64 lowercase hex digits.
     static func sha256Hex(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        Digest.hex(sha256(key: key, message: message))
+        Array(LowercaseHex.string(bytes: sha256(key: key, message: message)).utf8)
     }
 
     /// Whether `hexCode` (64 hex digits) is the HMAC-SHA256 of `message` under `key`, compared

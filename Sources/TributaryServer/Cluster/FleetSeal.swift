@@ -1,3 +1,4 @@
+import HTTPCore
 
 /// Signs everything a replica writes to Redis and checks everything it reads there, with the
 /// fleet's shared ``ClusterSecret``: Redis is a meeting point, not a trusted party, and a
@@ -91,14 +92,5 @@ struct FleetSeal {
         message.append(0)
         message += signed
         return message
-    }
-}
-
-extension UInt64 {
-    /// `self + other`, or `UInt64.max` where that overflows: remote numbers meet local ones
-    /// through this, so none can trap the process.
-    func addingSaturated(_ other: UInt64) -> UInt64 {
-        let (sum, overflow) = addingReportingOverflow(other)
-        return overflow ? .max : sum
     }
 }

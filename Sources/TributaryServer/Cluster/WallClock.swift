@@ -1,4 +1,5 @@
 import Glibc
+import HTTPCore
 
 /// Wall-clock time in milliseconds since 1970, the time replicas of a fleet stamp what they
 /// write to Redis with (their clocks are assumed synchronised to well under a lease's TTL).
@@ -11,8 +12,6 @@ enum WallClock {
 
     /// `duration` in whole milliseconds (negative: 0).
     static func milliseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        return UInt64(seconds) * 1000 + UInt64(attoseconds / 1_000_000_000_000_000)
+        duration.wholeMilliseconds
     }
 }

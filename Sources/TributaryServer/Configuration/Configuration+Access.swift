@@ -7,10 +7,9 @@ public import UpstreamClient
 extension Configuration {
     /// `auth:` — how bearer tokens are verified, and whether resources need one by default.
     public struct Auth: Sendable, Equatable {
-        /// `auth.required` (default false): the default of every resource's `auth.required`.
         public var required = false
-        /// `auth.jwt`: the issuer, audience and keys tokens are verified against; nil: the
-        /// service reads no token (and no resource may require one).
+        /// The issuer, audience and keys tokens are verified against; nil: the service reads
+        /// no token (and no resource may require one).
         public var jwt: JWTSettings?
 
         public init() {}
@@ -18,18 +17,15 @@ extension Configuration {
 
     /// `auth.jwt:` — what a token must be to be accepted.
     public struct JWTSettings: Sendable, Equatable {
-        /// `issuer`: the `iss` a token must carry (nil: any).
+        /// Nil: any.
         public var issuer: String?
-        /// `audience`: a value the token's `aud` must hold (nil: any).
+        /// Nil: any.
         public var audience: String?
-        /// `leeway` (default 30s): how far `exp` and `nbf` may be off, for clocks that drift.
+        /// For clocks that drift.
         public var leeway: Duration = .seconds(30)
-        /// `keys`: keys given in the file.
         public var keys: [JWTKey] = []
-        /// `jwks`: a JSON Web Key Set fetched at start and every `jwksRefresh`.
+        /// A JSON Web Key Set fetched at start and every `jwksRefresh`.
         public var jwks: BaseURL?
-        /// `jwksRefresh` (default 5m): how often the key set is fetched again (also, at most
-        /// once every 10 s, when a token names a `kid` the set does not have).
         public var jwksRefresh: Duration = .seconds(300)
 
         public init() {}
@@ -86,7 +82,7 @@ extension Configuration {
 
     /// What a client is counted as: its token's subject (a request without a token: its
     /// address), or its address (``ClientAddress``).
-    public enum ClientKeyKind: String, Sendable, Equatable {
+    public enum ClientKeyKind: String, Sendable, Equatable, CaseIterable {
         case identity
         case ip
     }
@@ -123,11 +119,23 @@ extension Configuration {
             rateLimit: own?.rateLimit ?? server.rateLimit, policyName: own?.rateLimit == nil ? "default" : name)
     }
 
-    /// Open streams one client may hold in the process: `server.maxStreamsPerClient`, or 32
-    /// when only a rate limit is configured; nil: no bound.
-    public var streamsPerClient: Int? {
-        if let configured = server.maxStreamsPerClient { return configured }
-        let limited = server.rateLimit != nil || resourceAccess.values.contains { $0.rateLimit != nil }
-        return limited ? 32 : nil
+    /// Open streams one client may hold in the process: `server.maxStreamsPerClient`.
+    public var streamsPerClient: Int {
+        server.maxStreamsPerClient
+    }
+
+    /// Whether any rate limit is configured (the server's or a resource's own).
+    public var isRateLimited: Bool {
+        server.rateLimit != nil || resourceAccess.values.contains { $0.rateLimit != nil }
+    }
+
+    /// How many of `bound` live pipelines (or identities) one client may start:
+    /// `server.maxClientSharePercent` of it, at least one.
+    public func clientShare(of bound: Int) -> Int {
+        Self.clientShare(of: bound, percent: server.maxClientSharePercent)
+    }
+
+    static func clientShare(of bound: Int, percent: Int) -> Int {
+        max(1, bound / 100 * percent + bound % 100 * percent / 100)
     }
 }

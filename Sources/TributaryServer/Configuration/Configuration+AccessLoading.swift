@@ -1,19 +1,14 @@
 import JWTKit
-import UpstreamClient
 import Yams
 
 /// Reading `auth:`, `resources.<name>.auth`, the rate limits and the trusted proxies from
 /// the file, each value checked where it is read so a bad one names its key; a key's PEM is
 /// parsed here too, so a key the service could not use fails the start (or the reload).
 extension Configuration {
-    /// The keys of a resource that say who may call it and how often.
-    static let accessKeys: Set<String> = ["auth", "rateLimit"]
-
     /// `auth:`.
     static func auth(_ section: YAMLSection, environment: [String: String]) throws(ConfigurationError) -> Auth {
-        try section.allowOnly(["required", "jwt"])
-        var auth = Auth()
-        auth.required = try section.boolean("required") ?? false
+        try section.allowOnlyDeclared()
+        var auth: Auth = try Auth.fields.read(section)
         if let jwt = try section.section("jwt") {
             auth.jwt = try jwtSettings(jwt, environment: environment)
         }
@@ -21,29 +16,8 @@ extension Configuration {
     }
 
     private static func jwtSettings(_ section: YAMLSection, environment: [String: String]) throws(ConfigurationError) -> JWTSettings {
-        try section.allowOnly(["issuer", "audience", "leeway", "keys", "jwks", "jwksRefresh"])
-        var settings = JWTSettings()
-        settings.issuer = try section.string("issuer").flatMap { $0.isEmpty ? nil : $0 }
-        settings.audience = try section.string("audience").flatMap { $0.isEmpty ? nil : $0 }
-        if let leeway = try section.duration("leeway") {
-            guard leeway <= .seconds(3600) else {
-                throw ConfigurationError(section.location("leeway"), "expected at most 1h (clocks are not that far apart), found \(leeway)")
-            }
-            settings.leeway = leeway
-        }
-        if let refresh = try section.duration("jwksRefresh") {
-            guard refresh >= .seconds(10) else {
-                throw ConfigurationError(section.location("jwksRefresh"), "expected at least 10s, found \(refresh)")
-            }
-            settings.jwksRefresh = refresh
-        }
-        if let url = try section.string("jwks") {
-            do {
-                settings.jwks = try BaseURL(url)
-            } catch {
-                throw ConfigurationError(section.location("jwks"), error.description)
-            }
-        }
+        try section.allowOnlyDeclared()
+        var settings: JWTSettings = try JWTSettings.fields.read(section)
         if let node = section.mapping["keys"] {
             guard case .sequence(let entries) = node else {
                 throw ConfigurationError(section.location("keys"), "expected a list of keys ({kid, alg, secret | publicKey})")
@@ -52,7 +26,7 @@ extension Configuration {
                 guard case .mapping(let mapping) = entry else {
                     throw ConfigurationError(section.location("keys[\(index)]"), "expected a mapping {kid, alg, secret | publicKey}")
                 }
-                let key = YAMLSection(mapping: mapping, path: "\(section.path).keys[\(index)]", file: section.file)
+                let key = YAMLSection(mapping: mapping, path: "\(section.path).keys[\(index)]", file: section.file, pattern: "auth.jwt.keys[]")
                 settings.keys.append(try jwtKey(key, environment: environment))
             }
         }
@@ -70,7 +44,7 @@ extension Configuration {
 
     /// One of `auth.jwt.keys`: `alg`, `kid`, and `secret` (HS256) or `publicKey` (a PEM).
     private static func jwtKey(_ section: YAMLSection, environment: [String: String]) throws(ConfigurationError) -> JWTKey {
-        try section.allowOnly(["kid", "alg", "secret", "publicKey"])
+        try section.allowOnlyDeclared()
         let name = try section.requiredString("alg")
         guard let algorithm = TokenAlgorithm(rawValue: name) else {
             let known = TokenAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")
@@ -111,7 +85,7 @@ extension Configuration {
     static func resourceAccess(_ section: YAMLSection) throws(ConfigurationError) -> ResourceAccessSettings? {
         var access = ResourceAccessSettings()
         if let auth = try section.section("auth") {
-            try auth.allowOnly(["required", "scopes"])
+            try auth.allowOnlyDeclared()
             access.required = try auth.boolean("required")
             access.scopes = try auth.strings("scopes") ?? []
             for scope in access.scopes where scope.isEmpty || scope.contains(where: { $0 == " " || $0 == "\"" || $0 == "\\" }) {
@@ -124,41 +98,22 @@ extension Configuration {
         return access == ResourceAccessSettings() ? nil : access
     }
 
-    /// `rateLimit: {rate: 20/s, burst: 40, by: identity | ip}`.
+    /// `rateLimit: {rate: 20/s, burst: 40, by: identity | ip}`: `rate` required, `burst` by
+    /// default one second of it.
     static func rateLimit(_ section: YAMLSection) throws(ConfigurationError) -> RateLimit {
-        try section.allowOnly(["rate", "burst", "by"])
-        let text = try section.requiredString("rate")
-        guard let perSecond = rate(text) else {
-            throw ConfigurationError(section.location("rate"), "expected requests per unit such as 20/s, 600/m or 3600/h, found \"\(text)\"")
-        }
-        let burst = try section.integer("burst", atLeast: 1) ?? max(1, Int(perSecond.rounded(.up)))
-        let byName = try section.string("by") ?? ClientKeyKind.identity.rawValue
-        guard let by = ClientKeyKind(rawValue: byName) else {
-            throw ConfigurationError(section.location("by"), "expected identity or ip, found \"\(byName)\"")
-        }
-        return RateLimit(perSecond: perSecond, burst: burst, by: by)
+        try section.allowOnlyDeclared()
+        var limit: RateLimit = try RateLimit.fields.read(section)
+        guard limit.perSecond > 0 else { throw ConfigurationError(section.location("rate"), "required") }
+        if limit.burst == 0 { limit.burst = max(1, Int(saturating: limit.perSecond, rounding: .up) ?? 1) }
+        return limit
     }
 
-    /// `20/s`, `600/m`, `3600/h` as requests per second: above zero, at most a million.
-    private static func rate(_ text: String) -> Double? {
-        let parts = text.trimmingSpaces.split(separator: "/")
-        let units: [Substring: Double] = ["s": 1, "m": 60, "h": 3600]
-        guard parts.count == 2, let count = Double(parts[0]), count.isFinite, count > 0, let unit = units[parts[1]] else { return nil }
-        let perSecond = count / unit
-        return perSecond <= 1_000_000 ? perSecond : nil
-    }
-
-    /// `server.trustedProxies`: CIDRs.
-    static func trustedProxies(_ section: YAMLSection) throws(ConfigurationError) -> [AddressRange]? {
-        guard let texts = try section.strings("trustedProxies") else { return nil }
-        var ranges: [AddressRange] = []
-        for text in texts {
-            guard let range = AddressRange(text) else {
-                throw ConfigurationError(section.location("trustedProxies"), "expected addresses or CIDR blocks such as 10.0.0.0/8, found \"\(text)\"")
-            }
-            ranges.append(range)
+    /// An entry of `server.trustedProxies`: an address or a CIDR block (`10.0.0.0/8`, `::1`).
+    static func addressRange(_ text: String, at location: String) throws(ConfigurationError) -> AddressRange {
+        guard let range = AddressRange(text) else {
+            throw ConfigurationError(location, "expected addresses or CIDR blocks such as 10.0.0.0/8, found \"\(text)\"")
         }
-        return ranges
+        return range
     }
 
     /// What the whole configuration must hold about access: a resource that requires a token

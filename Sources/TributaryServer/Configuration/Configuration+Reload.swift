@@ -3,49 +3,24 @@ import Aggregation
 /// What a configuration reload (`SIGHUP`, docs/operations.md, "Reloading the configuration") may change
 /// while the service runs, and what it compares to decide which live streams go on.
 extension Configuration {
-    /// The settings a running process cannot take up, by key: the listening socket, the
-    /// threads, the logger, the HTTP server's limits, the event stream hub's timer and limits,
-    /// and the fleet's Redis link are all made once at start. A reload keeps their running
-    /// values and says which ones need a restart.
-    public static let restartOnlySettings: [(key: String, differs: @Sendable (Configuration, Configuration) -> Bool)] = [
-        ("server.listen", { $0.server.listen != $1.server.listen }),
-        ("server.workers", { $0.server.workers != $1.server.workers }),
-        ("server.logLevel", { $0.server.logLevel != $1.server.logLevel }),
-        ("server.requestTimeout", { $0.server.requestTimeout != $1.server.requestTimeout }),
-        ("server.maxHeaderBytes", { $0.server.maxHeaderBytes != $1.server.maxHeaderBytes }),
-        ("server.maxBodyBytes", { $0.server.maxBodyBytes != $1.server.maxBodyBytes }),
-        ("server.maxConnections", { $0.server.maxConnections != $1.server.maxConnections }),
-        ("server.shutdownTimeout", { $0.server.shutdownTimeout != $1.server.shutdownTimeout }),
-        ("server.maxIdentities", { $0.server.maxIdentities != $1.server.maxIdentities }),
-        ("sse", { $0.sse != $1.sse }),
-        ("cluster", { $0.cluster != $1.cluster }),
-        // The keys, the key set's fetcher and the verified tokens are made once, at start.
-        ("auth.jwt", { $0.auth.jwt != $1.auth.jwt }),
-    ]
+    /// The settings a running process cannot take up, by key (``Settings/restartOnly``: each
+    /// declared `reload: .restart`). A reload keeps their running values and says which ones
+    /// need a restart.
+    public static var restartOnlySettings: [(key: String, differs: @Sendable (Configuration, Configuration) -> Bool)] {
+        Settings.restartOnly.map { ($0.key, $0.differs) }
+    }
 
     /// The keys of ``restartOnlySettings`` whose value in `self` differs from `running`'s.
     public func restartOnlyChanges(from running: Configuration) -> [String] {
-        Self.restartOnlySettings.filter { $0.differs(self, running) }.map(\.key)
+        Settings.restartOnly.filter { $0.differs(self, running) }.map(\.key)
     }
 
     /// `self` with the restart-only settings of `running`: what a reload applies. Everything
-    /// else (`upstreams`, `resources`, `auth.required`, `server.adminToken`, `server.corsOrigins`,
-    /// `server.staleIfErrorBytes`, `server.rateLimit`, `server.trustedProxies`,
-    /// `server.maxStreamsPerClient`) is `self`'s.
+    /// else (`upstreams`, `resources`, `auth.required`, the server's settings a reload
+    /// applies) is `self`'s.
     public func keepingRestartOnlySettings(of running: Configuration) -> Configuration {
         var applied = self
-        let (adminToken, corsOrigins, staleIfErrorBytes) = (server.adminToken, server.corsOrigins, server.staleIfErrorBytes)
-        applied.server = running.server
-        applied.server.adminToken = adminToken
-        applied.server.corsOrigins = corsOrigins
-        applied.server.staleIfErrorBytes = staleIfErrorBytes
-        applied.server.rateLimit = server.rateLimit
-        applied.server.trustedProxies = server.trustedProxies
-        applied.server.maxStreamsPerClient = server.maxStreamsPerClient
-        applied.auth.jwt = running.auth.jwt
-        applied.sse = running.sse
-        applied.cluster = running.cluster
-        applied.clusterWithoutRedis = nil
+        for rule in Settings.restartOnly { rule.keep(&applied, running) }
         return applied
     }
 

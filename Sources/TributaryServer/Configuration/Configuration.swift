@@ -5,17 +5,16 @@ public import Redis
 
 /// Everything Tributary is told: where to listen, which upstreams exist and how to call them,
 /// and which resources to serve from them. Read from `config/tributary.yaml`, then
-/// overridden by environment variables, then by command-line options (see ``load(_:)``);
-/// every key, its default and its override are listed in docs/configuration.md.
+/// overridden by environment variables, then by command-line options (see ``load(yaml:file:environment:overrides:)``).
+///
+/// Each field below holds one section of the file, or one setting; a setting's default is
+/// its initial value here. Its key, range, override, reload rule and meaning are declared
+/// once, in ``Settings`` (Settings.swift), which docs/configuration.md is generated from.
 public struct Configuration: Sendable {
     public var server = Server()
     public var sse = EventStreams()
     /// `cluster:` — nil unless `cluster.redis` (or `TRIBUTARY_REDIS_URL`, `--redis`) is set.
     public var cluster: Cluster?
-    /// A file's `cluster:` settings waiting for the Redis from the environment or the command line.
-    var clusterWithoutRedis: Cluster?
-    /// `TRIBUTARY_CLUSTER_SECRET`, for the cluster the Redis from the command line may still make.
-    var clusterSecretFromEnvironment: ClusterSecret?
     public var upstreams: [String: UpstreamSettings] = [:]
     public var resources: [String: Resource] = [:]
     /// `auth:` — bearer tokens (JWT) and the default of every resource's `auth.required`.
@@ -42,45 +41,31 @@ public struct Configuration: Sendable {
 
     /// `server:` — the HTTP server.
     public struct Server: Sendable, Equatable {
-        /// `listen`, `TRIBUTARY_LISTEN`, `--listen`: `HOST:PORT`.
         public var listen = ListenAddress(host: "127.0.0.1", port: 8080)
-        /// `workers`, `TRIBUTARY_WORKERS`, `--workers`: event loops, one thread each
-        /// (`auto` in the file or the environment: one per online processor).
+        /// Event loops, one thread each (`auto` in the file or the environment: one per online processor).
         public var workers = 1
-        /// `logLevel`, `TRIBUTARY_LOG_LEVEL`, `--log-level`.
+        /// One of ``Configuration/logLevels``.
         public var logLevel = "info"
-        /// `requestTimeout`: how long a client may take to send a request.
         public var requestTimeout: Duration = .seconds(60)
-        /// `maxHeaderBytes`: larger request headers get 431.
         public var maxHeaderBytes = 16 * 1024
-        /// `maxBodyBytes`: larger request bodies get 413.
         public var maxBodyBytes = 1024 * 1024
-        /// `maxConnections`: client connections per worker, event streams included; beyond
-        /// it, 503. Above `sse.maxSubscribers`, so a worker full of streams still answers.
         public var maxConnections = 12_000
-        /// `shutdownTimeout`: how long a stop waits for requests in flight.
         public var shutdownTimeout: Duration = .seconds(10)
-        /// `adminToken`, `TRIBUTARY_ADMIN_TOKEN`: when set, `POST /<name>/reload` needs
-        /// `Authorization: Bearer <token>`.
+        /// When set, `POST /<name>/reload` needs `Authorization: Bearer <token>`.
         public var adminToken: String?
-        /// `corsOrigins`, `TRIBUTARY_CORS_ORIGINS` (comma-separated): origins whose pages may
-        /// call the service (`*`: any).
         public var corsOrigins: [String] = []
-        /// `maxIdentities`: identities with live pipelines in the process at once (each client
-        /// of a per-identity resource has pipelines of its own); beyond it, a new identity's
-        /// stream gets 503 `too_many_identities`.
         public var maxIdentities = 10_000
-        /// `staleIfErrorBytes`: what the whole process may keep of last good documents for
-        /// `staleIfError`; beyond it, those fetched longest ago are dropped.
         public var staleIfErrorBytes = 64 * 1024 * 1024
-        /// `rateLimit: {rate, burst, by}`: every resource's limit unless its own says
-        /// otherwise, stream control's too; nil: no limit.
+        /// Every resource's limit unless its own says otherwise, stream control's too; nil: no limit.
         public var rateLimit: RateLimit?
-        /// `trustedProxies`: the proxies (CIDRs) whose `X-Forwarded-For` names the client.
         public var trustedProxies: [AddressRange] = []
-        /// `maxStreamsPerClient`: open streams of one client in the process; nil unless set
-        /// or a rate limit is configured (then 32).
-        public var maxStreamsPerClient: Int?
+        /// Always bounded, rate limit or not: each stream may hold a live pipeline (of its
+        /// parameter values, of its identity), and a client holding a thousand would lock
+        /// every other client out of them.
+        public var maxStreamsPerClient = 32
+        /// So that no client can take every live pipeline or identity and lock the others out.
+        public var maxClientSharePercent = 10
+        public var maxRateLimitBuckets = LocalRateLimiter.defaultCapacity
 
         public init() {}
 
@@ -92,14 +77,11 @@ public struct Configuration: Sendable {
 
     /// `sse:` — server-sent event streams.
     public struct EventStreams: Sendable, Equatable {
-        /// `heartbeat`: a comment line this often keeps proxies from closing quiet streams.
         public var heartbeat: Duration = .seconds(15)
-        /// `retry`: the reconnection delay sent to clients (the `retry:` field).
         public var retry: Duration = .seconds(2)
-        /// `sendBuffer`: the kernel send buffer of each stream's socket, in bytes: what a
-        /// client that stops reading can hold, beyond the one event waiting for it.
+        /// The kernel send buffer of each stream's socket, in bytes: what a client that stops
+        /// reading can hold, beyond the one event waiting for it.
         public var sendBuffer = 64 * 1024
-        /// `maxSubscribers`: live streams per worker; beyond it, 503.
         public var maxSubscribers = 10_000
 
         public init() {}
@@ -107,17 +89,11 @@ public struct Configuration: Sendable {
 
     /// `cluster:` — replicas coordinated through Redis (docs/fleet.md).
     public struct Cluster: Sendable, Equatable {
-        /// `redis`, `TRIBUTARY_REDIS_URL`, `--redis`: `redis://HOST:PORT[/DB]`.
         public var redis: RedisEndpoint
-        /// `leaseTTL`: how long a replica's lease on a shared live resource lasts unless
-        /// renewed (every third of it); a dead holder's lease passes on within it.
         public var leaseTTL: Duration = .seconds(3)
-        /// `keyPrefix`: the prefix of every Redis key and channel, so several fleets can share
-        /// one Redis.
         public var keyPrefix = "tributary"
-        /// `secret`, `TRIBUTARY_CLUSTER_SECRET` (required with `redis`): every message and
-        /// value a replica writes to Redis is signed with it, and anything that fails its
-        /// signature is dropped (docs/fleet.md). Replicas with another secret are another fleet.
+        /// Required with `redis`: every message and value a replica writes to Redis is signed
+        /// with it, and anything that fails its signature is dropped (docs/fleet.md).
         public var secret: ClusterSecret?
 
         public init(redis: RedisEndpoint) {
@@ -127,27 +103,20 @@ public struct Configuration: Sendable {
 
     /// `upstreams.<name>:` — one upstream API.
     public struct UpstreamSettings: Sendable, Equatable {
-        /// `url` (required), `TRIBUTARY_UPSTREAM_<NAME>`, `--upstream NAME=URL`.
         public var url: BaseURL
-        /// `timeout`, `retries`, `backoff`, `maxResponseBytes`: see ``Upstream/Policy``.
+        /// `timeout`, `retries`, `backoff`, `maxResponseBytes` (their defaults: ``Upstream/Policy``'s).
         public var policy = Upstream.Policy()
-        /// `poolSize`: keep-alive connections to this upstream from the whole process (connecting,
-        /// busy and idle), so adding workers does not multiply what the upstream has to hold. The
-        /// workers share it as a budget: a busy worker may use all of it while the others do not
-        /// need it, and busy workers share it in proportion to their calls (see ``ConnectionBudgets``).
+        /// For the whole process, so adding workers does not multiply what the upstream has to
+        /// hold: a budget the workers lend each other (``ConnectionBudgets``).
         public var poolSize = 64
-        /// `maxQueue`: calls that may wait for a connection to this upstream in each worker;
-        /// beyond it a call fails at once, 503 `upstream_saturated`, instead of queueing
-        /// without bound while the upstream is slow.
+        /// Per worker: beyond it a call fails at once instead of queueing without bound while
+        /// the upstream is slow.
         public var maxQueue = 10_000
-        /// `circuitBreaker: {failures, openFor}` (or `enabled: false`): see ``CircuitBreaker``.
+        /// `circuitBreaker: {failures, openFor, enabled}` (defaults: ``CircuitBreaker/Settings``'s).
         public var circuitBreaker = CircuitBreaker.Settings()
-        /// `headers`: sent on every call to this upstream (an API key, a service token),
         /// `${VAR}` expanded from the environment. Their values are secrets.
         public var headers: [UpstreamHeader] = []
-        /// `forward`: the client's request headers (`Authorization`, `Cookie`) sent on every
-        /// call to this upstream that the request causes; a resource of this upstream is then
-        /// per identity.
+        /// A resource of an upstream that forwards headers is per identity.
         public var forward: [String] = []
 
         public init(url: BaseURL) {
@@ -213,9 +182,9 @@ public struct Configuration: Sendable {
     /// served at, and the parameters a client gives it (from that path, or the query string),
     /// which go into its upstream calls' paths.
     public struct Routing: Sendable, Equatable {
-        /// `route` (default `/<name>`): segments, some of them `{parameter}`.
+        /// Segments, some of them `{parameter}`.
         public var route: String
-        /// `parameters`, in name order.
+        /// In name order.
         public var parameters: [ParameterDefinition] = []
 
         public init(route: String, parameters: [ParameterDefinition] = []) {
@@ -228,11 +197,9 @@ public struct Configuration: Sendable {
     /// resource's JSON answers (not its streams) are made when many ask at once or an
     /// upstream fails (``JSONAnswers``).
     public struct JSONAnswerSettings: Sendable, Equatable {
-        /// `coalesce` (default true): identical JSON GETs in flight at once on a worker share
-        /// one run of the pipeline, so 50 clients cost the upstream one fetch, not 50.
+        /// So 50 clients asking at once cost the upstream one fetch, not 50.
         public var coalesce = true
-        /// `staleIfError` (default off): when a fetch fails, answer the last good document of
-        /// the same URL if it was fetched no longer ago than this, marked stale.
+        /// Off unless given (and then longer than zero: leaving it out says "off").
         public var staleIfError: Duration?
 
         public init(coalesce: Bool = true, staleIfError: Duration? = nil) {
@@ -243,46 +210,54 @@ public struct Configuration: Sendable {
 
     /// A `kind: list` resource.
     public struct ListSettings: Sendable, Equatable {
-        /// `upstream` (required): the name of an entry in `upstreams`.
+        /// The name of an entry in `upstreams`.
         public var upstream: String
-        /// `route`, `parameters`.
         public var routing: Routing
-        /// `maxLivePipelines` (default 1000): shared live pipelines of the resource in the
-        /// process at once, one per combination of parameter values and identity; a stream
-        /// that would need one more gets 503 `too_many_pipelines`.
         public var maxLivePipelines = 1000
         /// `list`, `details`, `concurrency`, `onItemFailure`.
         public var definition: ListResource.Definition
-        /// `refreshInterval`: how often live streams refresh (also on `POST /<name>/reload`).
         public var refreshInterval: Duration = .seconds(5)
-        /// `coalesce`, `staleIfError`.
         public var answers = JSONAnswerSettings()
+
+        /// Every default, before a file's resource fills in its paths and upstream.
+        static let defaults = ListSettings(
+            upstream: "", routing: Routing(route: ""),
+            definition: ListResource.Definition(
+                listPath: "/", itemsAt: JSONPath(""), idMember: "id", detailPath: nil, detailAt: JSONPath(""), concurrency: 16,
+                onItemFailure: .mark))
     }
 
     /// A `kind: pages` resource.
     public struct PagesSettings: Sendable, Equatable {
-        /// `upstream` (required).
         public var upstream: String
-        /// `route`, `parameters`.
         public var routing: Routing
         /// `list`, `pages`, `row`, `concurrency`.
         public var definition: PagedListResource.Definition
-        /// `loadMoreArgument`: the query parameter of the `loadMore` trigger naming the item.
         public var loadMoreArgument = "topic"
-        /// `coalesce`, `staleIfError`.
         public var answers = JSONAnswerSettings()
+
+        /// Every default, before a file's resource fills in its paths and upstream.
+        static let defaults = PagesSettings(
+            upstream: "", routing: Routing(route: ""),
+            definition: PagedListResource.Definition(
+                listPath: "/", itemsAt: JSONPath(""), idMember: "id", pagePath: "/", pageItemsAt: JSONPath(""),
+                cursorAt: JSONPath("next"), cursorParameter: "page", rowItemKey: "item", rowPagesKey: "items", concurrency: 8))
     }
 
     /// A `kind: search` resource.
     public struct SearchSettings: Sendable, Equatable {
-        /// `upstream` (required).
         public var upstream: String
         /// `route`, `parameters` (besides the search's own query parameter).
         public var routing: Routing
         /// `path`, `parameter`, `items`, `minimumLength`, `debounce`.
         public var definition: SearchResource.Definition
-        /// `coalesce`, `staleIfError`.
         public var answers = JSONAnswerSettings()
+
+        /// Every default, before a file's resource fills in its path and upstream.
+        static let defaults = SearchSettings(
+            upstream: "", routing: Routing(route: ""),
+            definition: SearchResource.Definition(
+                path: "/", parameter: "q", itemsAt: JSONPath(""), minimumLength: 3, debounce: .milliseconds(300)))
     }
 }
 

@@ -8,6 +8,16 @@ struct YAMLSection {
     let path: String
     /// The file, for messages.
     let file: String
+    /// The key path with `*` for each name the file chose, e.g. `resources.*`: where
+    /// ``Settings`` finds the keys allowed here and the range of a number read here.
+    let pattern: String
+
+    init(mapping: Node.Mapping, path: String, file: String, pattern: String? = nil) {
+        self.mapping = mapping
+        self.path = path
+        self.file = file
+        self.pattern = pattern ?? path
+    }
 
     static func root(yaml: String, file: String) throws(ConfigurationError) -> YAMLSection {
         let node: Node?
@@ -38,6 +48,11 @@ struct YAMLSection {
 
     func location(_ key: String) -> String {
         "\(file): " + (path.isEmpty ? key : "\(path).\(key)")
+    }
+
+    /// Fails on keys ``Settings`` does not declare here (for a resource of `kind`, under `resources.*`).
+    func allowOnlyDeclared(kind: ResourceKind? = nil) throws(ConfigurationError) {
+        try allowOnly(Settings.keys(under: pattern, kind: kind))
     }
 
     /// Fails on keys this section does not know (a typo must not be silently ignored).
@@ -81,30 +96,24 @@ struct YAMLSection {
         }
     }
 
-    func integer(_ key: String, atLeast minimum: Int) throws(ConfigurationError) -> Int? {
-        guard let text = try scalar(key) else { return nil }
-        guard let value = Int(text), value >= minimum else {
-            throw ConfigurationError(location(key), "expected a whole number ≥ \(minimum), found \"\(text)\"")
-        }
-        return value
+    /// A whole number within `range` (``SettingType/whole(_:)``).
+    func integer(_ key: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+        try SettingType<Int>.whole(range).read(self, key)
     }
 
-    /// `true` or `false`.
+    /// `true` or `false` (``SettingType/boolean``).
     func boolean(_ key: String) throws(ConfigurationError) -> Bool? {
-        guard let text = try scalar(key) else { return nil }
-        switch text {
-        case "true": return true
-        case "false": return false
-        default: throw ConfigurationError(location(key), "expected true or false, found \"\(text)\"")
-        }
+        try SettingType<Bool>.boolean.read(self, key)
     }
 
-    func duration(_ key: String) throws(ConfigurationError) -> Duration? {
-        guard let text = try scalar(key) else { return nil }
-        guard let value = ConfigDuration.parse(text) else {
-            throw ConfigurationError(location(key), "expected a duration such as 250ms, 5s or 1m (at most a year), found \"\(text)\"")
-        }
-        return value
+    /// A duration (`250ms`, `5s`, `1m`, `1h`) within `range` (``SettingType/duration(_:)``).
+    func duration(_ key: String, in range: ClosedRange<Duration>) throws(ConfigurationError) -> Duration? {
+        try SettingType<Duration>.duration(range).read(self, key)
+    }
+
+    /// The pattern of `key` here, as ``Settings`` names it.
+    func pattern(of key: String) -> String {
+        pattern.isEmpty ? key : "\(pattern).\(key)"
     }
 
     func section(_ key: String) throws(ConfigurationError) -> YAMLSection? {
@@ -128,14 +137,15 @@ struct YAMLSection {
         for (key, value) in mapping {
             let name = key.string ?? "\(key)"
             guard !result.contains(where: { $0.name == name }) else { throw ConfigurationError(location(name), "named twice") }
-            result.append((name, try child(name, value)))
+            result.append((name, try child(name, value, patternKey: "*")))
         }
         return result
     }
 
     /// The mapping `node`, the value of `key`, as a section under this one.
-    private func child(_ key: String, _ node: Node) throws(ConfigurationError) -> YAMLSection {
+    /// `patternKey` stands for `key` in the child's ``pattern`` (`*` for a chosen name).
+    private func child(_ key: String, _ node: Node, patternKey: String? = nil) throws(ConfigurationError) -> YAMLSection {
         guard case .mapping(let child) = node else { throw ConfigurationError(location(key), "expected a mapping of keys") }
-        return YAMLSection(mapping: child, path: path.isEmpty ? key : "\(path).\(key)", file: file)
+        return YAMLSection(mapping: child, path: path.isEmpty ? key : "\(path).\(key)", file: file, pattern: pattern(of: patternKey ?? key))
     }
 }

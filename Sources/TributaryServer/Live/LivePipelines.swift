@@ -23,6 +23,17 @@ import Synchronization
 /// with it the latest state, which its next subscriber gets at once, as a fleet's follower
 /// needs when it is not sent the state again. Thread-safe: workers admit and release from
 /// their own loops.
+///
+/// Shared fairly: one client (as its stream quota names it: a token's subject, else its
+/// address, IPv6 per /64) may *start* at most its share of each bound
+/// (`server.maxClientSharePercent` of it, at least one: ``Configuration/clientShare(of:)``),
+/// 429 `too_many_client_pipelines` / `too_many_client_identities` beyond. Else a thousand
+/// streams of distinct parameter values, or of distinct forwarded credentials, from one
+/// client would take every pipeline and every identity, and every other client would get 503.
+/// A stream that joins a running pipeline starts nothing and is not counted; the public
+/// document, one per resource, is no one's. A key stays charged to the client that started
+/// it until it is forgotten, even if that client left and others still follow it: a share
+/// can never be given back twice, and what it counts is what the client made the process hold.
 final class LivePipelines: Sendable {
     /// Where every pipeline runs.
     let home: EventLoop
@@ -32,10 +43,49 @@ final class LivePipelines: Sendable {
     private struct Table {
         var pipelines: [SharingKey: SharedPipeline] = [:]
         var perResource: [String: Int] = [:]
-        /// Non-anonymous identities with pipelines, and how many each has.
-        var identities: [Identity: Int] = [:]
+        /// Non-anonymous identities with pipelines: how many each has, and who started it.
+        var identities: [Identity: (pipelines: Int, starter: String)] = [:]
+        /// Who started each key's pipeline (every key but the public documents).
+        var starters: [SharingKey: String] = [:]
+        /// Keys each client started, by resource; identities each client started.
+        var startedKeys: [Started: Int] = [:]
+        var startedIdentities: [String: Int] = [:]
         /// Makes a pipeline's source, on the home loop (set by the worker that runs there).
         var factory: PipelineFactory?
+
+        /// One more key of `resource` for `client` (`by`: +1 or -1), forgotten at zero.
+        mutating func count(_ key: SharingKey, of client: String, by change: Int) {
+            let started = Started(client: client, resource: key.resource)
+            let now = startedKeys[started, default: 0] + change
+            startedKeys[started] = now > 0 ? now : nil
+        }
+
+        mutating func countIdentity(of client: String, by change: Int) {
+            let now = startedIdentities[client, default: 0] + change
+            startedIdentities[client] = now > 0 ? now : nil
+        }
+
+        /// `key` is forgotten: its resource, its starter and its identity count it no more.
+        mutating func forget(_ key: SharingKey) {
+            perResource[key.resource, default: 1] -= 1
+            if perResource[key.resource] == 0 { perResource[key.resource] = nil }
+            if let starter = starters.removeValue(forKey: key) { count(key, of: starter, by: -1) }
+            let identity = key.identity
+            guard !identity.isAnonymous, var held = identities[identity] else { return }
+            held.pipelines -= 1
+            if held.pipelines > 0 {
+                identities[identity] = held
+            } else {
+                identities[identity] = nil
+                countIdentity(of: held.starter, by: -1)
+            }
+        }
+    }
+
+    /// A client's keys of one resource.
+    private struct Started: Hashable {
+        let client: String
+        let resource: String
     }
 
     init(home: EventLoop, maxIdentities: Int) {
@@ -52,11 +102,20 @@ final class LivePipelines: Sendable {
         table.withLock { $0.factory = factory }
     }
 
-    /// The pipeline of `request`'s key, for a worker that has its first stream of it: the one
-    /// running for `definition`, or a new one; nil with the error when a bound is reached.
-    /// Each admission is one follower, given back with ``release(_:)``.
+    /// What bounds the pipelines of one resource: `maxLivePipelines`, and the share of it and
+    /// of `server.maxIdentities` one client may start (`server.maxClientSharePercent`).
+    struct Bounds {
+        let maxPipelines: Int
+        let clientSharePercent: Int
+    }
+
+    /// The pipeline of `request`'s key, for a worker that has its first stream of it, opened
+    /// by `client` (as its stream quota names it): the one running for `definition`, or a new
+    /// one; nil with the error when a bound is reached. Each admission is one follower, given
+    /// back with ``release(_:)``.
     func admit(
-        _ request: ResourceRequest, definition: Configuration.ResourceDefinition, refreshInterval: Duration, maxPipelines: Int
+        _ request: ResourceRequest, definition: Configuration.ResourceDefinition, refreshInterval: Duration, bounds: Bounds,
+        client: String
     ) -> Result<SharedPipeline, HTTPError> {
         let key = request.key
         return table.withLock { table in
@@ -65,16 +124,34 @@ final class LivePipelines: Sendable {
                 return .success(pipeline)
             }
             // A reload changed the resource: streams of the new definition get a pipeline of
-            // their own, the old one lives on until its followers let go.
+            // their own, the old one lives on until its followers let go. The key keeps its
+            // count, its starter and its identity's.
             let replacing = table.pipelines[key] != nil
-            if !replacing, table.perResource[key.resource, default: 0] >= maxPipelines {
-                return .failure(HTTPError(status: 503, code: "too_many_pipelines",
-                                          message: "resource \(key.resource) runs its limit of \(maxPipelines) live pipelines"))
-            }
             let identity = key.identity
-            if !replacing, !identity.isAnonymous, table.identities[identity] == nil, table.identities.count >= maxIdentities {
+            let newIdentity = !replacing && !identity.isAnonymous && table.identities[identity] == nil
+            let charged = !replacing && key != .publicDocument(of: key.resource)
+            // The bounds first: when the process is full, that is what every client is told.
+            if !replacing, table.perResource[key.resource, default: 0] >= bounds.maxPipelines {
+                return .failure(HTTPError(status: 503, code: "too_many_pipelines",
+                                          message: "resource \(key.resource) runs its limit of \(bounds.maxPipelines) live pipelines"))
+            }
+            if newIdentity, table.identities.count >= maxIdentities {
                 return .failure(HTTPError(status: 503, code: "too_many_identities",
                                           message: "the server runs live pipelines for its limit of \(maxIdentities) identities"))
+            }
+            if charged {
+                let share = Configuration.clientShare(of: bounds.maxPipelines, percent: bounds.clientSharePercent)
+                if table.startedKeys[Started(client: client, resource: key.resource), default: 0] >= share {
+                    return .failure(HTTPError(status: 429, code: "too_many_client_pipelines", message:
+                        "this client started its share of \(share) of resource \(key.resource)'s live pipelines; close a stream first"))
+                }
+            }
+            if newIdentity {
+                let share = Configuration.clientShare(of: maxIdentities, percent: bounds.clientSharePercent)
+                if table.startedIdentities[client, default: 0] >= share {
+                    return .failure(HTTPError(status: 429, code: "too_many_client_identities", message:
+                        "this client started live pipelines for its share of \(share) identities; close a stream first"))
+                }
             }
             guard let factory = table.factory else {
                 return .failure(HTTPError(status: 503, code: "starting", message: "the service is starting"))
@@ -83,7 +160,16 @@ final class LivePipelines: Sendable {
             pipeline.followers = 1
             if !replacing {
                 table.perResource[key.resource, default: 0] += 1
-                if !identity.isAnonymous { table.identities[identity, default: 0] += 1 }
+                if charged {
+                    table.starters[key] = client
+                    table.count(key, of: client, by: 1)
+                }
+                if newIdentity {
+                    table.identities[identity] = (1, client)
+                    table.countIdentity(of: client, by: 1)
+                } else if !identity.isAnonymous {
+                    table.identities[identity]!.pipelines += 1
+                }
             }
             table.pipelines[key] = pipeline
             return .success(pipeline)
@@ -99,14 +185,7 @@ final class LivePipelines: Sendable {
                   pipeline.key != .publicDocument(of: pipeline.key.resource) else { return }
             table.pipelines[pipeline.key] = nil
             home.execute { pipeline.retire() }
-            let resource = pipeline.key.resource
-            table.perResource[resource, default: 1] -= 1
-            if table.perResource[resource] == 0 { table.perResource[resource] = nil }
-            let identity = pipeline.key.identity
-            if !identity.isAnonymous {
-                table.identities[identity, default: 1] -= 1
-                if table.identities[identity] == 0 { table.identities[identity] = nil }
-            }
+            table.forget(pipeline.key)
         }
     }
 
@@ -116,8 +195,7 @@ final class LivePipelines: Sendable {
         table.withLock { table in
             for (key, pipeline) in table.pipelines where key.resource == resource && pipeline.followers == 0 {
                 table.pipelines[key] = nil
-                table.perResource[resource, default: 1] -= 1
-                if table.perResource[resource] == 0 { table.perResource[resource] = nil }
+                table.forget(key)
             }
         }
     }
@@ -139,6 +217,11 @@ final class LivePipelines: Sendable {
     /// Identities with live pipelines.
     var identityCount: Int {
         table.withLock { $0.identities.count }
+    }
+
+    /// Keys of `resource`, and identities, that `client` started and that still run (for tests).
+    func started(by client: String, of resource: String) -> (pipelines: Int, identities: Int) {
+        table.withLock { ($0.startedKeys[Started(client: client, resource: resource)] ?? 0, $0.startedIdentities[client] ?? 0) }
     }
 }
 

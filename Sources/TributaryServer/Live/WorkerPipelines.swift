@@ -11,6 +11,8 @@ final class WorkerPipelines {
     private let loop: EventLoop
     private let registry: LivePipelines
     private var followers: [SharingKey: Follower] = [:]
+    /// `server.maxClientSharePercent`, as the last reload said.
+    var clientSharePercent: Int
 
     /// A worker's hold on one shared pipeline: its states here, and the streams showing them.
     fileprivate final class Follower {
@@ -24,15 +26,18 @@ final class WorkerPipelines {
         }
     }
 
-    init(loop: EventLoop, registry: LivePipelines) {
+    init(loop: EventLoop, registry: LivePipelines, clientSharePercent: Int) {
         self.loop = loop
         self.registry = registry
+        self.clientSharePercent = clientSharePercent
     }
 
-    /// The view of a new stream of `request`'s key: the shared pipeline running for
-    /// `definition`, joined (or started), or why there cannot be one (503 at a bound).
+    /// The view of a new stream of `request`'s key opened by `client` (as its stream quota
+    /// names it): the shared pipeline running for `definition`, joined (or started), or why
+    /// there cannot be one (503 at a bound, 429 beyond the client's share of it).
     func view(
-        for request: ResourceRequest, definition: Configuration.ResourceDefinition, refreshInterval: Duration, maxPipelines: Int
+        for request: ResourceRequest, definition: Configuration.ResourceDefinition, refreshInterval: Duration, maxPipelines: Int,
+        client: String
     ) -> Result<any LiveViewModel, HTTPError> {
         let key = request.key
         if let follower = followers[key], follower.pipeline.definition == definition {
@@ -40,7 +45,8 @@ final class WorkerPipelines {
             return .success(FollowingView(follower, of: self))
         }
         let pipeline: SharedPipeline
-        switch registry.admit(request, definition: definition, refreshInterval: refreshInterval, maxPipelines: maxPipelines) {
+        let bounds = LivePipelines.Bounds(maxPipelines: maxPipelines, clientSharePercent: clientSharePercent)
+        switch registry.admit(request, definition: definition, refreshInterval: refreshInterval, bounds: bounds, client: client) {
         case .success(let admitted): pipeline = admitted
         case .failure(let error): return .failure(error)
         }

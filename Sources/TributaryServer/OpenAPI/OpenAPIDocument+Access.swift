@@ -40,7 +40,7 @@ extension OpenAPIDocument {
         if accesses.contains(where: { $0.rateLimit != nil }) {
             errors.append(OpenAPI.ErrorCase(status: 429, code: "rate_limited", when: "the client is over its rate limit"))
         }
-        if streams, configuration.streamsPerClient != nil {
+        if streams {
             errors.append(OpenAPI.ErrorCase(status: 429, code: "too_many_streams", when: "the client holds `server.maxStreamsPerClient` streams"))
         }
         return errors

@@ -60,10 +60,21 @@ extension OpenAPIDocument {
             errors.append(OpenAPI.ErrorCase(
                 status: 503, code: "too_many_pipelines",
                 when: "an event stream of parameter values or an identity beyond the resource's \(settings.maxLivePipelines) live pipelines"))
+            // Only keys of parameter values or of an identity are started by a client.
+            if !resource.routing.parameters.isEmpty || isPerIdentity(resource) || configuration.access(of: name).authRequired {
+                errors.append(OpenAPI.ErrorCase(
+                    status: 429, code: "too_many_client_pipelines",
+                    when: "an event stream that would start a live pipeline beyond the client's share of them "
+                        + "(\(configuration.clientShare(of: settings.maxLivePipelines)): `server.maxClientSharePercent`)"))
+            }
             if isPerIdentity(resource) {
                 errors.append(OpenAPI.ErrorCase(
                     status: 503, code: "too_many_identities",
                     when: "an event stream of a new identity beyond `server.maxIdentities` (\(configuration.server.maxIdentities))"))
+                errors.append(OpenAPI.ErrorCase(
+                    status: 429, code: "too_many_client_identities",
+                    when: "an event stream of a new identity beyond the client's share of `server.maxIdentities` "
+                        + "(\(configuration.clientShare(of: configuration.server.maxIdentities)))"))
             }
         }
         let matched = diff.itemIDs.map { "`\($0)`" }.joined(separator: ", then ")
@@ -252,6 +263,14 @@ extension OpenAPIDocument {
     /// One event stream carrying several resources (DESIGN, "One event stream for many resources").
     var eventsOperation: OpenAPI.Operation {
         let names = configuration.resources.keys.sorted()
+        let perIdentity = names.contains { name in
+            guard case .list = configuration.resources[name] else { return false }
+            return isPerIdentity(configuration.resources[name]!)
+        }
+        let identityErrors = perIdentity ? [
+            OpenAPI.ErrorCase(status: 503, code: "too_many_identities", when: "a new identity beyond `server.maxIdentities`"),
+            OpenAPI.ErrorCase(status: 429, code: "too_many_client_identities", when: "a new identity beyond the client's share of `server.maxIdentities`"),
+        ] : []
         var parameters = [OpenAPI.Parameter(
             name: "resource", location: .query, required: true,
             description: "The resources to carry, in this order, each once: `?resource=groups&resource=rows`.",
@@ -317,7 +336,9 @@ extension OpenAPIDocument {
                 OpenAPI.ErrorCase(status: 404, code: nil, when: "no resource of that name"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "the worker is at `sse.maxSubscribers` streams"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_pipelines", when: "a resource's parameter values or identity beyond its live pipelines"),
-            ] + accessErrors(names.map { configuration.access(of: $0) }, streams: true),
+                OpenAPI.ErrorCase(status: 429, code: "too_many_client_pipelines",
+                                  when: "a live pipeline to start beyond the client's share of a resource's (`server.maxClientSharePercent`)"),
+            ] + identityErrors + accessErrors(names.map { configuration.access(of: $0) }, streams: true),
             security: bearerSecurity(names.map { configuration.access(of: $0) }))
     }
 }

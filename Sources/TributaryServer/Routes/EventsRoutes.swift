@@ -62,18 +62,21 @@ struct EventsRoutes {
     /// Opens the stream of `query`'s resources for the holder of `credential`, each view
     /// made first (a refused parameter answers, and nothing is subscribed).
     private func open(_ request: ServerRequest, _ query: EventsQuery, as credential: Credential?) {
-        var resources: [StreamedResource] = []
-        for subscription in query.subscriptions {
-            let factory = views[subscription.resource]!
-            switch factory.make(request, subscription.parameters, credential) {
-            case .success(let view):
-                resources.append(StreamedResource(
-                    name: subscription.resource, view: view, diff: factory.diff, isPrivate: !factory.varyingHeaders.isEmpty))
-            case .failure(var error):
-                error.message = "resource \(subscription.resource): \(error.message)"
-                return request.respond(error)
+        let subscriptions = query.subscriptions
+        streams.open(request, count: subscriptions.count, framing: .multiplexed, updates: query.updates, credential: credential) { opener in
+            var resources: [StreamedResource] = []
+            for subscription in subscriptions {
+                let factory = views[subscription.resource]!
+                switch factory.make(request, subscription.parameters, opener) {
+                case .success(let view):
+                    resources.append(StreamedResource(
+                        name: subscription.resource, view: view, diff: factory.diff, isPrivate: !factory.varyingHeaders.isEmpty))
+                case .failure(var error):
+                    error.message = "resource \(subscription.resource): \(error.message)"
+                    return .failure(error)
+                }
             }
+            return .success(resources)
         }
-        streams.open(request, carrying: resources, framing: .multiplexed, updates: query.updates, credential: credential)
     }
 }

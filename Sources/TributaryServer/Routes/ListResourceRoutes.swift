@@ -59,12 +59,13 @@ final class ListResourceRoutes {
 
     /// How a stream of the resource gets its view: the shared pipeline of its key.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [requests, pipelines, definition, settings] request, given, credential in
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [requests, pipelines, definition, settings] request, given, opener in
+            let credential = opener.credential
             let asked = given.map { requests.read(request, given: $0, as: credential) } ?? requests.read(request, as: credential)
             return asked.flatMap { asked in
                 pipelines.view(
                     for: asked, definition: definition, refreshInterval: settings.refreshInterval,
-                    maxPipelines: settings.maxLivePipelines)
+                    maxPipelines: settings.maxLivePipelines, client: opener.client)
             }
         }, varyingHeaders: requests.varyingHeaders)
     }

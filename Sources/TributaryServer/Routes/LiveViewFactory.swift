@@ -10,8 +10,8 @@ import HTTPServer
 /// of the trace of the request that opened the stream, with the headers it forwards.
 ///
 /// ```swift
-/// switch factory.make(request, nil, credential) {          // GET <route>, Accept: text/event-stream
-/// case .success(let view): streams.open(request, resource: "search", view: view)
+/// switch factory.make(request, nil, opener) {          // GET <route>, Accept: text/event-stream
+/// case .success(let view): …                          // the stream shows it
 /// case .failure(let error): request.respond(error)
 /// }
 /// ```
@@ -20,9 +20,17 @@ struct LiveViewFactory {
     /// the resource's items' ids (``PatchIdentity``).
     let diff: JSONDiff
     /// `given`: the resource's parameters by name, or nil to read them from the request's
-    /// own route and query; `credential`: the request's verified token.
-    let make: (_ request: ServerRequest, _ given: [String: String]?, _ credential: Credential?) -> Result<any LiveViewModel, HTTPError>
+    /// own route and query; `opener`: who opens the stream.
+    let make: (_ request: ServerRequest, _ given: [String: String]?, _ opener: StreamOpener) -> Result<any LiveViewModel, HTTPError>
     /// Whether its views are per identity, and the request headers they vary on: a stream
     /// carrying one is `Cache-Control: private`.
     var varyingHeaders: [String] = []
+}
+
+/// Who opens a stream: the request's verified token (if any), and the client as its quotas
+/// count it (``AccessGate/clientName(_:_:by:)`` by identity: `sub:…` with a token, else
+/// `ip:…`), whose share of the shared live pipelines a new one is charged to.
+struct StreamOpener {
+    let credential: Credential?
+    let client: String
 }

@@ -44,7 +44,8 @@ final class PagedListRoutes {
     /// How a stream of the resource gets its view: one of its own, for its parameter values
     /// and caller.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given, credential in
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given, opener in
+            let credential = opener.credential
             let asked = given.map { requests.read(request, given: $0, as: credential) } ?? requests.read(request, as: credential)
             return asked.map { asked in
                 RowsView(resource(for: asked), argument: settings.loadMoreArgument, trace: request.traceContext)

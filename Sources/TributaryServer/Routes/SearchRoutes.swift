@@ -43,7 +43,8 @@ final class SearchRoutes {
     /// How a stream of the resource gets its view: a session of its own, searching the
     /// query parameter first.
     var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given, credential in
+        LiveViewFactory(diff: PatchIdentity.diff(settings.definition), make: { [self] request, given, opener in
+            let credential = opener.credential
             let asked = given.map { requests.read(request, given: $0, as: credential) } ?? requests.read(request, as: credential)
             return asked.flatMap { asked in
                 query(in: given ?? request.queryParameters).map { query in

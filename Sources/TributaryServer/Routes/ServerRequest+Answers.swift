@@ -3,8 +3,12 @@ import HTTPServer
 
 extension ServerRequest {
     /// Whether the client asked for `text/event-stream` (an `EventSource`, `curl -H 'Accept: text/event-stream'`).
+    /// Whether the client asks for an event stream: its `Accept` names `text/event-stream`
+    /// with a weight above 0 (`text/event-stream;q=0` refuses one, RFC 9110 §12.4.2). The
+    /// header is parsed only when it names the type at all, so plain JSON GETs pay one search.
     var acceptsEventStream: Bool {
-        header("Accept")?.contains("text/event-stream") == true
+        guard let accept = header("Accept"), accept.contains("text/event-stream") else { return false }
+        return QualityList.entries(accept).contains { $0.value == "text/event-stream" && $0.quality > 0 }
     }
 
     /// Marks the request as one for a resource URL, which answers JSON or a stream by `Accept`:

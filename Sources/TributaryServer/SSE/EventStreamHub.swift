@@ -65,50 +65,68 @@ final class EventStreamHub {
         } catch {
             return request.respond(error)
         }
-        switch views.make(request, nil, credential) {
-        case .success(let view):
-            let streamed = StreamedResource(name: resource, view: view, diff: views.diff, isPrivate: !views.varyingHeaders.isEmpty)
-            open(request, carrying: [streamed], framing: .single, updates: updates, credential: credential)
-        case .failure(let error):
-            request.respond(error)
+        open(request, count: 1, framing: .single, updates: updates, credential: credential) { opener in
+            views.make(request, nil, opener).map { view in
+                [StreamedResource(name: resource, view: view, diff: views.diff, isPrivate: !views.varyingHeaders.isEmpty)]
+            }
         }
     }
 
-    /// Answers `request` with an event stream carrying `resources` (503 when the worker would
-    /// have more than `sse.maxSubscribers` live streams; 429 `too_many_streams` when its
-    /// client would hold more than `server.maxStreamsPerClient`), opened with `credential`
-    /// (the request's verified token, if any). The gauge
-    /// `tributary_sse_subscribers{resource}` counts the live streams of each resource.
+    /// Answers `request` with an event stream carrying the `count` resources `make` gives for
+    /// its opener, or with the error it refused them with, opened with `credential` (the
+    /// request's verified token, if any): 503 when the worker would have more than
+    /// `sse.maxSubscribers` live streams; 429 `too_many_streams` when its client would hold
+    /// more than `server.maxStreamsPerClient` (always bounded, rate limit or not). Both are
+    /// checked before anything is made, so a refused stream starts no pipeline, not even for
+    /// a moment. The gauge `tributary_sse_subscribers{resource}` counts the live streams of
+    /// each resource.
     ///
     /// `HEAD` gets the stream's headers and no stream. While the service shuts down, a stream
     /// asked for on a connection still open gets its `retry:` and ends at once, with the
     /// connection: its client reconnects, to another replica or to the restarted service,
     /// instead of holding the shutdown up until its deadline.
     func open(
-        _ request: ServerRequest, carrying resources: [StreamedResource], framing: EventStreamFraming, updates: EventUpdates,
-        credential: Credential? = nil
+        _ request: ServerRequest, count: Int, framing: EventStreamFraming, updates: EventUpdates, credential: Credential? = nil,
+        making make: (StreamOpener) -> Result<[StreamedResource], HTTPError>
     ) {
-        let headers = resources.contains(where: \.isPrivate) ? EventStreamFormat.privateHeaders : EventStreamFormat.headers
-        if request.method == .head { return request.startStream(status: 200, headers: headers) }
-        if isShuttingDown {
+        let client = gate?.clientName(request, credential, by: .identity)
+        let opener = StreamOpener(credential: credential, client: client ?? "")
+        if request.method == .head || isShuttingDown {
+            // Made for their refusals and headers only, and let go at once.
+            let resources: [StreamedResource]
+            switch make(opener) {
+            case .success(let made): resources = made
+            case .failure(let error): return request.respond(error)
+            }
+            let headers = resources.contains(where: \.isPrivate) ? EventStreamFormat.privateHeaders : EventStreamFormat.headers
             request.startStream(status: 200, headers: headers)
+            guard request.method != .head else { return }
             request.write(EventStreamFormat.retry(settings.retry))
             return request.endStream()
         }
-        guard feeds.count + resources.count <= settings.maxSubscribers else {
+        guard feeds.count + count <= settings.maxSubscribers else {
             return request.respond(HTTPError(status: 503, code: "too_many_subscribers",
                                              message: "the server is at its limit of \(settings.maxSubscribers) live streams"),
                                    headers: [("Retry-After", "5")])
         }
         var held: StreamGrants.Held?
-        if let gate, let limit = gate.streamsPerClient {
-            let client = gate.clientName(request, credential, by: .identity)
-            guard gate.quota.take(resources.count, for: client, limit: limit) else {
+        if let gate, let client {
+            let limit = gate.streamsPerClient
+            guard gate.quota.take(count, for: client, limit: limit) else {
                 return request.respond(HTTPError(status: 429, code: "too_many_streams",
                                                  message: "this client holds its limit of \(limit) live streams; close one first"))
             }
-            held = StreamGrants.Held(quota: gate.quota, client: client, count: resources.count)
+            held = StreamGrants.Held(quota: gate.quota, client: client, count: count)
         }
+        let resources: [StreamedResource]
+        switch make(opener) {
+        case .success(let made):
+            resources = made
+        case .failure(let error):
+            if let held { held.quota.give(held.count, for: held.client) }
+            return request.respond(error)
+        }
+        let headers = resources.contains(where: \.isPrivate) ? EventStreamFormat.privateHeaders : EventStreamFormat.headers
         let stream = EventStream(request: request, resources: resources, framing: framing, updates: updates, headers: headers, frames: frames) {
             [unowned self] closed in
             streams[ObjectIdentifier(closed)] = nil

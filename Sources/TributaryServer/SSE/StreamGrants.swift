@@ -1,4 +1,5 @@
 import EventLoop
+import HTTPCore
 import HTTPServer
 
 /// What the live streams of one worker were opened with: the subject of the bearer token
@@ -37,15 +38,34 @@ final class StreamGrants {
         var expiry: LoopTimer?
         if let credential {
             for id in ids { owners[id] = credential.subjectIdentity.digest }
-            let timer = LoopTimer(loop: loop) { [weak stream] in
-                guard let stream else { return }
-                _ = stream.end(Dictionary(stream.feeds.map { ($0.resource, ResourceEnding.tokenExpired) }, uniquingKeysWith: { first, _ in first }))
-            }
-            let left = max(0, credential.acceptedUntil - TokenVerifier.now())
-            timer.schedule(after: .nanoseconds(Int64((left * 1e9).rounded(.up))))
-            expiry = timer
+            expiry = Self.expiry(of: stream, acceptedUntil: credential.acceptedUntil, on: loop)
         }
         grants[ObjectIdentifier(stream)] = Grant(ids: ids, held: held, expiry: expiry)
+    }
+
+    /// The longest a token's timer waits at once. A token's `exp` may be any number (the year
+    /// 9999 is a common "never expires"), and a timer takes a `Duration`; one that fires
+    /// before the token expired sets itself again for what is left.
+    static let longestWait: Duration = .seconds(86_400)
+
+    /// A timer that ends `stream` with `token_expired` once `acceptedUntil` (seconds since
+    /// 1970, from the token: any number) has passed.
+    private static func expiry(of stream: EventStream, acceptedUntil: Double, on loop: EventLoop) -> LoopTimer {
+        // Weak: the timer holds this closure, and the grant holds the timer.
+        weak var timer: LoopTimer?
+        let fire = { [weak stream] in
+            guard let stream else { return }
+            let left = acceptedUntil - TokenVerifier.now()
+            guard left > 0 else {
+                _ = stream.end(Dictionary(stream.feeds.map { ($0.resource, ResourceEnding.tokenExpired) }, uniquingKeysWith: { first, _ in first }))
+                return
+            }
+            timer?.schedule(after: .clamped(seconds: left, to: .zero ... longestWait))
+        }
+        let made = LoopTimer(loop: loop, action: fire)
+        timer = made
+        made.schedule(after: .clamped(seconds: acceptedUntil - TokenVerifier.now(), to: .zero ... longestWait))
+        return made
     }
 
     /// `stream` closed: its quota is given back, its ids no longer name an owner.

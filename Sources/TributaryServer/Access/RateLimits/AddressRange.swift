@@ -35,8 +35,20 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
         return contains(address: address)
     }
 
+    /// Byte by byte, the prefix's bits only, allocating nothing: every request from a
+    /// trusted proxy is checked against every block, once per hop.
     func contains(address: [UInt8]) -> Bool {
-        address.count == network.count && Self.masked(address, to: prefixLength) == network
+        guard address.count == network.count else { return false }
+        var remaining = prefixLength
+        var index = 0
+        while remaining > 0 {
+            let bits = min(remaining, 8)
+            let mask = UInt8(truncatingIfNeeded: 0xFF << (8 - bits))
+            guard address[index] & mask == network[index] else { return false }
+            remaining -= bits
+            index += 1
+        }
+        return true
     }
 
     public var description: String {

@@ -1,3 +1,5 @@
+import HTTPCore
+
 /// The generic cell rate algorithm (a leaky bucket written as one number per client): each
 /// admitted request pushes the client's *theoretical arrival time* (TAT) one emission
 /// interval `1/rate` further; a request is admitted while the TAT it would set stays within
@@ -18,16 +20,19 @@ struct GCRA: Sendable, Equatable {
     let capacity: Int64
     let burst: Int
 
+    /// Saturating throughout (``HTTPCore``'s rule for numbers from outside): the settings'
+    /// ranges keep `interval * burst` far from `Int64.max`, but a limit made otherwise must
+    /// not trap either.
     init(_ limit: Configuration.RateLimit) {
-        interval = max(1, Int64((1_000_000 / limit.perSecond).rounded()))
+        interval = max(1, Int64(saturating: 1_000_000 / limit.perSecond) ?? 1)
         burst = limit.burst
-        capacity = interval * Int64(limit.burst)
+        capacity = interval.multipliedSaturated(by: Int64(limit.burst))
     }
 
     /// Decides a request at `now` for a client whose TAT is `tat` (0 or past: none pending),
     /// updating it when the request is admitted.
     func decide(tat: inout Int64, now: Int64) -> RateDecision {
-        let next = max(tat, now) + interval
+        let next = max(tat, now).addingSaturated(interval)
         let ahead = next - now
         let admitted = ahead <= capacity
         if admitted { tat = next }
@@ -36,7 +41,10 @@ struct GCRA: Sendable, Equatable {
 
     /// What a decision tells the client, from whether it was admitted and how far ahead of
     /// now the TAT is (admitted: the TAT it set; refused: the one it would have set).
+    /// `ahead` may come from Redis (``FleetRateLimiter``): it is clamped to what a decision
+    /// can set, `capacity + interval`.
     func decision(admitted: Bool, ahead: Int64) -> RateDecision {
+        let ahead = ahead.clamped(to: 0...capacity.addingSaturated(interval))
         if admitted {
             return RateDecision(
                 admitted: true, remaining: Int(max(0, (capacity - ahead) / interval)), resetSeconds: Self.wholeSeconds(ahead),
@@ -52,7 +60,7 @@ struct GCRA: Sendable, Equatable {
 
     /// Microseconds rounded up to whole seconds.
     static func wholeSeconds(_ microseconds: Int64) -> Int {
-        Int(max(0, (microseconds + 999_999) / 1_000_000))
+        Int(max(0, microseconds.addingSaturated(999_999) / 1_000_000))
     }
 }
 

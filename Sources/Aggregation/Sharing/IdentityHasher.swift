@@ -1,5 +1,5 @@
-import Aggregation
 import Crypto
+import HTTPCore
 
 /// Turns who a client is (the token's `sub`, the values of the headers its resource forwards)
 /// into an ``Identity``: an HMAC-SHA256 under a key of the process's, so equal credentials give
@@ -11,11 +11,11 @@ import Crypto
 /// let hasher = IdentityHasher(secret: Array("fleet secret".utf8))
 /// hasher.identity(subject: "alice", headers: [("Authorization", "Bearer t")])   // 32 hex digits
 /// ```
-struct IdentityHasher: Sendable {
+package struct IdentityHasher: Sendable {
     private let key: SymmetricKey
 
     /// A hasher keyed by `secret` (the fleet's), or by random bytes when there is none.
-    init(secret: [UInt8]? = nil) {
+    package init(secret: [UInt8]? = nil) {
         if let secret {
             // A key of its own, not the secret itself: fleet messages are signed with that.
             let derived = HMAC<SHA256>.authenticationCode(for: Array("tributary identity".utf8), using: SymmetricKey(data: secret))
@@ -27,7 +27,7 @@ struct IdentityHasher: Sendable {
 
     /// The identity of a client with token subject `subject` (nil: no token) whose request
     /// carried `headers` among those forwarded; ``Identity/anonymous`` when it has neither.
-    func identity(subject: String?, headers: [(name: String, value: String)]) -> Identity {
+    package func identity(subject: String?, headers: [(name: String, value: String)]) -> Identity {
         guard subject != nil || !headers.isEmpty else { return .anonymous }
         var authenticator = HMAC<SHA256>(key: key)
         // Each part length-prefixed: no two different inputs write the same bytes.
@@ -41,10 +41,6 @@ struct IdentityHasher: Sendable {
             add(header.value)
         }
         // 128 bits are plenty to tell identities apart, and keep keys short.
-        let code = Array(authenticator.finalize()).prefix(16)
-        return Identity(digest: code.map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined())
+        return Identity(digest: LowercaseHex.string(bytes: Array(authenticator.finalize()).prefix(16)))
     }
 }
