@@ -65,9 +65,9 @@ struct EventsStreamTests {
               retry: 1500ms
               maxSubscribers: \(maxSubscribers)
             upstreams:
-              tasks: {url: "\(upstream)", timeout: 10s, retries: 0}
-              media: {url: "\(upstream)", timeout: 10s, retries: 0}
-              search: {url: "\(upstream)", timeout: 10s, retries: 0}
+              tasks: {url: "\(upstream)", timeout: 60s, retries: 0}
+              media: {url: "\(upstream)", timeout: 60s, retries: 0}
+              search: {url: "\(upstream)", timeout: 60s, retries: 0}
             resources:
               \(names.groups):
                 kind: list
@@ -559,7 +559,7 @@ struct EventsStreamTests {
         #expect(await world.upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 4 })
         #expect(try await world.gauge("tributary_live_pipelines", "droppedgroups") == 1)
         stream.close()
-        #expect(await world.upstream.records.wait(timeout: .seconds(2)) { $0.allSatisfy { !$0.inFlight } })
+        #expect(await world.upstream.records.wait(timeout: .seconds(10)) { $0.allSatisfy { !$0.inFlight } })
         #expect(world.upstream.requests.filter(\.closedByClient).count == 4)
         #expect(world.upstream.requests.filter { $0.closedByClient && $0.query["q"] == "slowly" }.count == 1)
         #expect(try await world.nothingSubscribed())

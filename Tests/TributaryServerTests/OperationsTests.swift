@@ -14,7 +14,7 @@ struct OperationsTests {
               heartbeat: 15s
             \(sse.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
             upstreams:
-              tasks: {url: "\(upstream.baseURL)", timeout: 5s, retries: 0}
+              tasks: {url: "\(upstream.baseURL)", timeout: 60s, retries: 0}
             resources:
               \(name):
                 kind: list
@@ -42,7 +42,7 @@ struct OperationsTests {
         try await leaving.sendRequest("GET", "/metered")
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 3 })
         leaving.close()
-        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.allSatisfy { !$0.inFlight } })
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.allSatisfy { !$0.inFlight } })
 
         let metrics = try await service.get("/metrics")
         #expect(metrics.status == 200)

@@ -146,7 +146,7 @@ struct UpstreamClientTests {
         let call = try await harness.start(1, UpstreamRequest(base: BaseURL(upstream.baseURL), path: "/hang", timeout: .seconds(600)))
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.count == 1 })
         try await harness.thread.run { _ in call.value.cancel() }
-        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.first?.closedByClient == true })
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.first?.closedByClient == true })
         #expect(harness.outcomes.value.isEmpty, "a cancelled call does not complete")
         await harness.stop()
         await upstream.shutdown()
@@ -308,7 +308,7 @@ struct UpstreamClientTests {
         #expect(await events.wait(timeout: .seconds(5)) { $0 == ["200", "finished"] })
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.path == "/hang" } })
         try await harness.thread.run { _ in subscriptions.value[1].cancel() }
-        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.contains { $0.path == "/hang" && $0.closedByClient } })
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.contains { $0.path == "/hang" && $0.closedByClient } })
         #expect(events.value == ["200", "finished"])
         try await harness.thread.run { _ in subscriptions.release() }
         await harness.stop()
