@@ -196,6 +196,9 @@ let package = Package(
             dependencies: ["Aggregation", "EventLoop", "HTTPCore", "HTTPServer", .product(name: "OpenCombine", package: "OpenCombine")],
             swiftSettings: strictSettings
         ),
+        // A thread of its own for test code that computes for long without suspending (the
+        // `.ownThread` trait, `offThePool`): Swift Testing's module, so test targets only.
+        .target(name: "TestThreads", swiftSettings: strictSettings),
         .testTarget(
             name: "EventLoopTests",
             dependencies: [
@@ -208,7 +211,7 @@ let package = Package(
         .testTarget(
             name: "HTTPServerTests",
             dependencies: [
-                "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "TributaryTesting",
+                "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "TributaryTesting", "TestThreads",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings
@@ -216,7 +219,7 @@ let package = Package(
         .testTarget(
             name: "UpstreamClientTests",
             dependencies: [
-                "EventLoop", "HTTPCore", "UpstreamClient", "TributaryTesting",
+                "EventLoop", "HTTPCore", "UpstreamClient", "TributaryTesting", "TestThreads",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: strictSettings
@@ -232,7 +235,7 @@ let package = Package(
         .testTarget(
             name: "AggregationTests",
             dependencies: [
-                "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "Rivers", "TributaryTesting",
+                "Aggregation", "EventLoop", "HTTPCore", "UpstreamClient", "Rivers", "TributaryTesting", "TestThreads",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
@@ -242,7 +245,7 @@ let package = Package(
             name: "TributaryServerTests",
             dependencies: [
                 "TributaryServer", "Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "Redis",
-                "TributaryTesting",
+                "TributaryTesting", "TestThreads",
                 // Gzip answers inflated with zlib itself (HTTPSemanticsTests).
                 "CZlib",
                 // A timer's exposition compared with swift-prometheus's own (SecondsTimerFactoryTests).
@@ -261,7 +264,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TributaryTestingTests",
-            dependencies: ["HTTPServer", "TributaryTesting"],
+            dependencies: ["HTTPServer", "TributaryTesting", "TestThreads"],
             swiftSettings: strictSettings
         ),
         // MARK: - Fuzzing (scripts/fuzz): the checks, a libFuzzer target each, the corpus replayed

@@ -27,6 +27,7 @@ CHECKS = [
     ("GET", "/search?q=swift", [("Accept-Encoding", "gzip")]),
     ("HEAD", "/rows", []),
     ("GET", "/healthz", []),
+    ("GET", "/readyz", []),
     ("GET", "/metrics", []),
     ("GET", "/", []),
     ("GET", "/openapi.json", []),

@@ -24,6 +24,9 @@ public final class ProcessShares: Sendable {
     let detailCaches = DetailCaches()
     /// This replica's place in the fleet (nil without `cluster.redis`).
     let cluster: ClusterLink?
+    /// Whether to send this process traffic (`GET /readyz`): once a worker listens and, in a
+    /// fleet, the fleet is joined; not while draining.
+    let readiness: Readiness
     /// Verifies bearer tokens, keeping those verified (nil without `auth.jwt`).
     let tokens: TokenVerifier?
     /// Fetches the JWKS on the home loop (nil without `auth.jwt.jwks`).
@@ -46,8 +49,11 @@ public final class ProcessShares: Sendable {
         identities = IdentityHasher(secret: configuration.cluster?.secret?.bytes)
         let directory = StreamDirectory()
         self.directory = directory
+        let readiness = Readiness(needsFleet: configuration.cluster != nil) { logger.info("ready") }
+        self.readiness = readiness
         cluster = configuration.cluster.map { settings in
-            ClusterLink(agent: LoopBound(ClusterAgent(settings: settings, loop: home, directory: directory, logger: logger), loop: home))
+            let agent = ClusterAgent(settings: settings, loop: home, directory: directory, logger: logger) { readiness.joinedFleet() }
+            return ClusterLink(agent: LoopBound(agent, loop: home))
         }
         guard let jwt = configuration.auth.jwt else {
             tokens = nil

@@ -70,12 +70,15 @@ public final class Worker {
     @discardableResult
     public func bind(port: UInt16? = nil, reusePort: Bool = false) throws -> UInt16 {
         let listen = configuration.server.listen
-        return try server.bind(host: listen.host, port: port ?? listen.port, reusePort: reusePort)
+        let bound = try server.bind(host: listen.host, port: port ?? listen.port, reusePort: reusePort)
+        shares.readiness.listening()
+        return bound
     }
 
     /// Stops gracefully: no new connections, every event stream ended, and `done` once the
     /// requests in flight are answered and every answer has left (or `deadline` passed).
     public func shutDown(within deadline: Duration, then done: @escaping () -> Void) {
+        shares.readiness.draining()
         server.stopAccepting()
         if loop === shares.home { shares.cluster?.leave() }
         streams.finishAll()
@@ -184,7 +187,7 @@ public final class Worker {
             directory: shares.directory, cluster: shares.cluster, loop: loop, gate: gate, policy: .streamControl(configuration)
         ).register(in: &router)
         OperationsRoutes(
-            openAPIDocument: Snapshot(OpenAPIDocument(configuration).json), page: IndexPage.page(parameterized: pageParameterized)
+            readiness: shares.readiness, openAPIDocument: Snapshot(OpenAPIDocument(configuration).json), page: IndexPage.page(parameterized: pageParameterized)
         ).register(in: &router)
         self.router = router
     }

@@ -332,4 +332,17 @@ public enum TestHTTP {
     public static func get(port: UInt16, _ path: String, headers: [(String, String)] = []) async throws -> TestResponse {
         try await request(port: port, "GET", path, headers: headers)
     }
+
+    /// Waits until the service on `port` says it is ready (`GET /readyz` answers 200; in a
+    /// fleet, once it has joined): true, or false once `timeout` passed. Asks every 20 ms, as
+    /// only the service knows. A test that needs a service in its fleet waits for this, never
+    /// for a time: a busy machine takes as long as it takes.
+    public static func ready(port: UInt16, timeout: Duration = .seconds(20)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if (try? await get(port: port, "/readyz").status) == 200 { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
 }

@@ -2,8 +2,9 @@ import Aggregation
 import PropertyBased
 import Testing
 import TributaryTesting
+import TestThreads
 
-@Suite("JSON diff: the RFC 6902 patch from one document to the next")
+@Suite("JSON diff: the RFC 6902 patch from one document to the next", .ownThread)
 struct JSONDiffTests {
     let diff = JSONDiff(itemIDs: [JSONPath("id")])
 

@@ -1,13 +1,14 @@
 @testable import Aggregation
 import Foundation
 import Testing
+import TestThreads
 
 /// What parsing one document may allocate for the values it builds is bounded, relative to the
 /// document's size (32 bytes per byte, beyond a 64 KiB floor) and absolutely (64 MiB): text
 /// made of tiny values, whose `JSON` tree would weigh 40 to 80 times the text, is refused as
 /// malformed instead of taking hundreds of MiB. End to end, against a real service and a
 /// hostile upstream, with its peak memory: `HostileUpstreamBodyTests` (TributaryServerTests).
-@Suite("JSON: the parser's working memory")
+@Suite("JSON: the parser's working memory", .ownThread)
 struct JSONWorkingMemoryTests {
     /// `unit` repeated inside `opening`…`closing`, `separator` between, to just under `bytes`.
     static func repeated(_ unit: String, _ bytes: Int, opening: String = "[", closing: String = "]", separator: String = ",") -> [UInt8] {

@@ -15,9 +15,9 @@ struct DisconnectTests {
         }
         let connection = try await TestConnection(port: server.port)
         try await connection.sendRequest("GET", "/slow")
-        #expect(await received.wait(timeout: .seconds(2)) { $0 })
+        #expect(await received.wait(timeout: .seconds(10)) { $0 })
         connection.close()
-        #expect(await disconnected.wait(timeout: .seconds(2)) { $0 })
+        #expect(await disconnected.wait(timeout: .seconds(10)) { $0 })
         await server.stop()
     }
 
@@ -31,9 +31,9 @@ struct DisconnectTests {
         }
         let connection = try await TestConnection(port: server.port)
         try await connection.sendRequest("GET", "/slow")
-        #expect(await received.wait(timeout: .seconds(2)) { $0 })
+        #expect(await received.wait(timeout: .seconds(10)) { $0 })
         connection.reset()
-        #expect(await disconnected.wait(timeout: .seconds(2)) { $0 })
+        #expect(await disconnected.wait(timeout: .seconds(10)) { $0 })
         await server.stop()
     }
 
@@ -43,16 +43,16 @@ struct DisconnectTests {
         let base = try BaseURL(upstream.baseURL)
         let server = try await TestServer.start { request, loop in
             let client = UpstreamClient(loop: loop)
-            let call = client.execute(UpstreamRequest(base: base, path: "/work")) { _ in
+            let call = client.execute(UpstreamRequest(base: base, path: "/work", timeout: .seconds(600))) { _ in
                 request.respond(status: 200, json: "{}")
             }
             request.onDisconnect = { withExtendedLifetime(client) { call.cancel() } }
         }
         let connection = try await TestConnection(port: server.port)
         try await connection.sendRequest("GET", "/")
-        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.count == 1 })
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.count == 1 })
         connection.close()
-        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.first?.closedByClient == true })
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.first?.closedByClient == true })
         await server.stop()
         await upstream.shutdown()
     }
@@ -73,7 +73,7 @@ struct DisconnectTests {
         #expect(try await connection.readHead().status == 200)
         #expect(try await connection.readChunk() == Array(": hello\n\n".utf8))
         connection.close()
-        #expect(await disconnected.wait(timeout: .seconds(2)) { $0 })
+        #expect(await disconnected.wait(timeout: .seconds(10)) { $0 })
         await server.stop()
     }
 

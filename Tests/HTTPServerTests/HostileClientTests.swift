@@ -349,9 +349,9 @@ struct HostileClientTests {
         }
         let connection = try await TestConnection(port: server.port)
         try await connection.sendRequest("GET", "/pending")
-        #expect(await peers.wait(timeout: .seconds(2)) { $0.count == 1 })
+        #expect(await peers.wait(timeout: .seconds(10)) { $0.count == 1 })
         connection.reset()
-        #expect(await peers.wait(timeout: .seconds(2)) { $0.count == 2 })
+        #expect(await peers.wait(timeout: .seconds(10)) { $0.count == 2 })
         #expect(peers.value == ["127.0.0.1", "none"])
         await server.stop()
     }
@@ -396,7 +396,7 @@ struct HostileClientTests {
         let head = try await connection.readHead()
         #expect(head.status == 200)
         #expect(head.header("Connection") == nil, "keep-alive when it began")
-        #expect(await streams.wait(timeout: .seconds(2)) { $0.count == 1 })
+        #expect(await streams.wait(timeout: .seconds(10)) { $0.count == 1 })
         try await server.run { $0.stopAccepting() }
         try await server.thread.run { _ in
             streams.value[0].value.endStream()

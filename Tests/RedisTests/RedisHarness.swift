@@ -58,6 +58,19 @@ final class RedisHarness: Sendable {
         }
     }
 
+    /// Sends a command and waits for its outcome, with how long it took on the loop's thread:
+    /// from sending to the completion handler, both on the loop, so the figure is the
+    /// client's, whenever this task gets to run again afterwards.
+    func timedOutcome(_ command: RedisCommand) async throws -> (outcome: Outcome, took: Duration) {
+        let client = self.client
+        return try await withCheckedThrowingContinuation { continuation in
+            thread.loop.execute {
+                let sent = ContinuousClock.now
+                _ = client.value.send(command) { outcome in continuation.resume(returning: (outcome, ContinuousClock.now - sent)) }
+            }
+        }
+    }
+
     /// The reply to a command, which must not fail.
     func reply(_ name: String, _ arguments: any RedisArgument...) async throws -> RedisReply {
         try await outcome(RedisCommand(arguments: [Array(name.utf8)] + arguments.map(\.redisBytes))).get()

@@ -108,7 +108,7 @@ struct ShareLatestTests {
             let probe = ContractProbe<Int, TestError>(holdRounds: holdRounds)
             shared.subscribe(probe)
             upstream.send(1)
-            race(
+            await race(
                 spinning: requestSpin, { probe.request(.max(1)) },
                 spinning: completionSpin, { upstream.send(completion: .finished) }
             )
@@ -126,7 +126,7 @@ struct ShareLatestTests {
             let first = ContractProbe<Int, TestError>(initialDemand: .unlimited)
             shared.subscribe(first)
             nonisolated(unsafe) var joiners: [ContractProbe<Int, TestError>] = []
-            race(
+            await race(
                 spinning: 0, {
                     // Joins until the completion reached the first subscriber, so that it lands
                     // while some joiner is being subscribed.

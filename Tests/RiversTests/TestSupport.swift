@@ -57,25 +57,46 @@ func currentStackAddress() -> Int {
 /// number of rounds (a round is one read of the clock, some tens of nanoseconds), and returns
 /// when both returned. A property test draws the spins and so drives the interleaving.
 ///
-///     race(spinning: 3, { subscriber.request(.max(1)) }, spinning: 40, { upstream.send(completion: .finished) })
+///     await race(spinning: 3, { subscriber.request(.max(1)) }, spinning: 40, { upstream.send(completion: .finished) })
+///
+/// The caller is suspended while the threads race, not blocked: a property test races
+/// thousands of times, and a test that waited on a semaphore held one of the cooperative
+/// pool's threads (one per core) for all of them. Two such tests side by side held the whole
+/// pool of a 2-core machine for some 25 s, and every other test's awaited step waited with
+/// it (tokens seen expiring 11 s late, upstream calls timing out in tests that never stalled).
 @available(macOS 15.0, *)
 func race(
     spinning firstSpin: Int, _ first: @escaping () -> Void,
     spinning secondSpin: Int, _ second: @escaping () -> Void
-) {
+) async {
     let barrier = StartBarrier(parties: 2)
-    let finished = DispatchSemaphore(value: 0)
-    for (rounds, body) in [(firstSpin, first), (secondSpin, second)] {
-        nonisolated(unsafe) let body = body
-        Thread {
-            barrier.arriveAndWait()
-            spin(rounds)
-            body()
-            finished.signal()
-        }.start()
+    let running = Countdown(2)
+    await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+        for (rounds, body) in [(firstSpin, first), (secondSpin, second)] {
+            nonisolated(unsafe) let body = body
+            Thread {
+                barrier.arriveAndWait()
+                spin(rounds)
+                body()
+                if running.arrive() { finished.resume() }
+            }.start()
+        }
     }
-    finished.wait()
-    finished.wait()
+}
+
+/// Counts parties down; the last to arrive is told so.
+@available(macOS 15.0, *)
+private final class Countdown: Sendable {
+    private let left: Atomic<Int>
+
+    init(_ parties: Int) {
+        left = Atomic(parties)
+    }
+
+    /// True for the last party.
+    func arrive() -> Bool {
+        left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0
+    }
 }
 
 /// Busy-waits `rounds` reads of the clock.
@@ -87,7 +108,7 @@ func spin(_ rounds: Int) {
 
 /// Lets threads start together: each spins on an atomic counter until all have arrived (no
 /// lock, whose waiters the kernel would put to sleep, so they leave within nanoseconds of one
-/// another).
+/// another when both are running).
 @available(macOS 15.0, *)
 private final class StartBarrier: Sendable {
     private let parties: Int
@@ -97,9 +118,16 @@ private final class StartBarrier: Sendable {
         self.parties = parties
     }
 
+    /// Spins until every party arrived; after the first ~100 µs of spinning it yields the core
+    /// on each round: on a busy machine the other party may not be running yet, and a thread
+    /// spinning through its whole time slice only keeps it (and every other test) waiting.
     func arriveAndWait() {
         arrived.add(1, ordering: .acquiringAndReleasing)
-        while arrived.load(ordering: .acquiring) < parties {}
+        var rounds = 0
+        while arrived.load(ordering: .acquiring) < parties {
+            rounds += 1
+            if rounds > 100_000 { sched_yield() }
+        }
     }
 }
 

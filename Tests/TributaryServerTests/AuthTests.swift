@@ -249,15 +249,21 @@ struct FleetStreamOwnershipTests {
             """
         let holder = try await ServiceHarness(yaml: yaml)
         let other = try await ServiceHarness(yaml: yaml)
+        // Both in the fleet: until it has joined, a replica answers 503 cluster_unavailable
+        // for a stream it does not hold.
+        #expect(await holder.ready())
+        #expect(await other.ready())
         let alice = try await tokens.token(.es, sub: "alice")
         let stream = try await holder.events("/groups", headers: TestTokens.bearer(alice))
         let announced = try await stream.next(type: "stream")
         let id = try #require((try JSONSerialization.jsonObject(with: Data(announced.data.utf8)) as? [String: Any])?["id"] as? String)
         let path = "/streams/\(id)/triggers/reload"
 
-        // The other replica learns where the stream is from Redis: ask until it has.
+        // The other replica learns where the stream is from Redis, once the holder has
+        // written it there: ask until it has (a deadline, not a number of tries).
         var steered = try await TestHTTP.request(port: other.port, "POST", path, headers: TestTokens.bearer(alice))
-        for _ in 0..<100 where steered.status == 404 {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while steered.status == 404 && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
             steered = try await TestHTTP.request(port: other.port, "POST", path, headers: TestTokens.bearer(alice))
         }

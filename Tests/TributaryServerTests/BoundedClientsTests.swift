@@ -1,4 +1,5 @@
 import Testing
+import TestThreads
 @testable import TributaryServer
 import TributaryTesting
 
@@ -33,7 +34,7 @@ struct BoundedClientsTests {
         #expect(table.keysByRecency == ["h", "g", "f"] && table.evictions == 4)
     }
 
-    @Test("200,000 distinct clients leave the limiter at its bound, each new one evicting exactly one bucket")
+    @Test("200,000 distinct clients leave the limiter at its bound, each new one evicting exactly one bucket", .ownThread)
     func limiterAtItsBound() {
         let limiter = LocalRateLimiter()
         let gcra = GCRA(Configuration.RateLimit(perSecond: 1.0 / 3600, burst: 1))

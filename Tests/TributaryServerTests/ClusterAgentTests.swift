@@ -21,6 +21,8 @@ struct ClusterAgentTests {
         let name: String
         let refreshes = Observed(0)
         let shown = Observed<[String]>([])
+        /// Times the agent joined the fleet.
+        let joins = Observed(0)
         private let agent: LoopBound<ClusterAgent>
         private let fleet: LoopBound<FleetLiveResource>
         private let subscription = Observed<LoopBound<AnyCancellable>?>(nil)
@@ -28,14 +30,16 @@ struct ClusterAgentTests {
         init(_ name: String, redis: RedisServerProcess, leaseTTL: Duration = .milliseconds(600)) async throws {
             self.name = name
             thread = try LoopThread()
-            let refreshes = refreshes
+            let (refreshes, joins) = (refreshes, joins)
             var settings = Configuration.Cluster(redis: try RedisEndpoint(redis.url))
             settings.leaseTTL = leaseTTL
             settings.secret = try ClusterSecret("cluster-agent-tests-secret-0123456789", at: "test")
             let (agent, fleet) = try await thread.run { [settings] loop in
                 var logger = Logger(label: "test")
                 logger.logLevel = .critical
-                let agent = ClusterAgent(settings: settings, loop: loop, directory: StreamDirectory(), logger: logger)
+                let agent = ClusterAgent(settings: settings, loop: loop, directory: StreamDirectory(), logger: logger) {
+                    joins.update { $0 += 1 }
+                }
                 let local = LiveResource(name: "groups", refreshInterval: .seconds(3600), loop: loop) { _ in
                     var count = 0
                     refreshes.update { total in
@@ -50,6 +54,9 @@ struct ClusterAgentTests {
             }
             self.agent = agent
             self.fleet = fleet
+            // In the fleet before anything is asked of it: subscribed before it joined, it
+            // would run the pipeline alone and show its own, newer states.
+            try #require(await joins.wait(timeout: .seconds(10)) { $0 > 0 }, "replica \(name) joined the fleet")
         }
 
         /// Subscribes to the pipeline's states, recording each document shown.
@@ -115,13 +122,14 @@ struct ClusterAgentTests {
     }
 
     /// Waits until `condition` holds of `replica`, asking every 20 ms (roles change on the
-    /// agents' own ticks, which nothing else announces), for at most 5 s.
+    /// agents' own ticks, which nothing else announces), for at most 10 s.
     static func eventually(_ condition: @escaping @Sendable () async throws -> Bool) async throws -> Bool {
-        for _ in 0..<250 {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
             if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(20))
         }
-        return false
+        return try await condition()
     }
 
     @Test("the replica with subscribers takes the lease and runs the pipeline; one without rests")

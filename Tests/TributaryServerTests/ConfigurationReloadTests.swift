@@ -301,7 +301,7 @@ struct ConfigurationReloadTests {
         let service = try await ServiceProcess(
             yaml: Self.yaml(upstream: upstream.baseURL, resources: ["groups", "extra"]), arguments: ["--redis", redis.url],
             environment: ["TRIBUTARY_CLUSTER_SECRET": FleetTests.secret])
-        #expect(await Self.awaitLog(service, "cluster: joined the fleet"))
+        #expect(await TestHTTP.ready(port: service.port), "in the fleet")
         let extra = try await SSEClient(port: service.port, path: "/extra")
         _ = try await extra.next(type: "snapshot")
         #expect(await Self.awaitLog(service, "cluster: leading"))

@@ -125,6 +125,7 @@ struct ConfigurationTests {
         ("upstreams:\n  x: {url: http://x}\nresources:\n  \"a.b\":\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.a.b: a resource name is made of letters, digits, - and _ only"),
         ("upstreams:\n  x: {url: http://x}\nresources:\n  \"{id}\":\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.{id}: a resource name is made of"),
         ("upstreams:\n  x: {url: http://x}\nresources:\n  events:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.events: the name events is reserved"),
+        ("upstreams:\n  x: {url: http://x}\nresources:\n  readyz:\n    kind: list\n    upstream: x\n    list: {path: /g}\n    details: {path: \"/g/{id}\"}\n", "t.yaml: resources.readyz: the name readyz is reserved"),
         ("[1, 2]", "t.yaml: the top level must be a mapping of keys"),
         ("a: [", "t.yaml: not valid YAML"),
     ])

@@ -92,7 +92,7 @@ struct DashboardTests {
                 list: {path: /broken, items: result, id: id}
                 details: {path: "/broken/{id}", value: result}
             """, arguments: ["--redis", redis.url], environment: ["TRIBUTARY_CLUSTER_SECRET": FleetTests.secret])
-        #expect(await service.output.wait(timeout: .seconds(10)) { $0.contains("cluster: joined the fleet") })
+        #expect(await TestHTTP.ready(port: service.port), "in the fleet")
         #expect(try await TestHTTP.get(port: service.port, "/groups").status == 200)
         #expect(try await TestHTTP.get(port: service.port, "/broken").status == 502)
         let stream = try await SSEClient(port: service.port, path: "/groups")

@@ -110,6 +110,19 @@ struct DeployFilesTests {
         #expect(redis["healthcheck"] != nil, "replicas wait for a healthy Redis")
     }
 
+    @Test("every replica is healthy once ready: its health check asks /readyz on the port it listens on, and nginx waits for it")
+    func replicasReady() throws {
+        let services = try Self.services()
+        let listen = try #require(try Self.imageEnvironment()["TRIBUTARY_LISTEN"])
+        let port = try #require(ListenAddress(listen)?.port)
+        let waitedFor = try #require((services["nginx"]?["depends_on"] as? [String: [String: String]])?.filter { $0.value["condition"] == "service_healthy" })
+        for name in try Self.replicaNames {
+            let check = try #require((services[name]?["healthcheck"] as? [String: Any])?["test"] as? [String], "\(name)")
+            #expect(check == ["CMD", "tributary", "probe", "http://127.0.0.1:\(port)/readyz"], "\(name)")
+            #expect(waitedFor[name] != nil, "nginx waits for \(name)")
+        }
+    }
+
     @Test("nginx mounts the template where the official image renders it, with exactly the variables it uses, every replica in the upstream")
     func nginxService() throws {
         let services = try Self.services()

@@ -65,9 +65,9 @@ struct EventsStreamTests {
               retry: 1500ms
               maxSubscribers: \(maxSubscribers)
             upstreams:
-              tasks: {url: "\(upstream)", timeout: 10s, retries: 0}
-              media: {url: "\(upstream)", timeout: 10s, retries: 0}
-              search: {url: "\(upstream)", timeout: 10s, retries: 0}
+              tasks: {url: "\(upstream)", timeout: 60s, retries: 0}
+              media: {url: "\(upstream)", timeout: 60s, retries: 0}
+              search: {url: "\(upstream)", timeout: 60s, retries: 0}
             resources:
               \(names.groups):
                 kind: list
@@ -111,10 +111,11 @@ struct EventsStreamTests {
         /// `before` is the count of upstream requests before the stream opened.
         /// `loadMore` of `topic` on stream `id`, asked again while the row's first page, which
         /// the upstream has answered, is still on its way into the view (the trigger is refused
-        /// until then: "has not loaded its first page yet"); at most 100 times.
+        /// until then: "has not loaded its first page yet"); for at most 10 s.
         func loadMore(_ id: String, topic: String) async throws -> TestResponse {
             var answer = try await TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/loadMore?topic=\(topic)")
-            for _ in 0..<100 where answer.status == 400 && answer.text.contains("not loaded its first page yet") {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while answer.status == 400 && answer.text.contains("not loaded its first page yet") && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(10))
                 answer = try await TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/loadMore?topic=\(topic)")
             }
@@ -558,7 +559,7 @@ struct EventsStreamTests {
         #expect(await world.upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 4 })
         #expect(try await world.gauge("tributary_live_pipelines", "droppedgroups") == 1)
         stream.close()
-        #expect(await world.upstream.records.wait(timeout: .seconds(2)) { $0.allSatisfy { !$0.inFlight } })
+        #expect(await world.upstream.records.wait(timeout: .seconds(10)) { $0.allSatisfy { !$0.inFlight } })
         #expect(world.upstream.requests.filter(\.closedByClient).count == 4)
         #expect(world.upstream.requests.filter { $0.closedByClient && $0.query["q"] == "slowly" }.count == 1)
         #expect(try await world.nothingSubscribed())

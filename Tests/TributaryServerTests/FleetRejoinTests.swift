@@ -24,7 +24,7 @@ struct FleetRejoinTests {
             try await SSEClient(port: fleet.replicas[1].port, path: "/groups"),
         ]
         for stream in streams { _ = try await stream.next(type: "snapshot") }
-        let leader = try #require(try await FleetTests.leaders(fleet.replicas).first)
+        let leader = try #require(await FleetTests.soleLeader(fleet.replicas))
         let follower = 1 - leader
         let leaderLatest = FleetThroughNginxTests.listCall(in: try await TestHTTP.get(port: fleet.replicas[leader].port, "/groups").text) ?? 0
 

@@ -147,7 +147,7 @@ struct FleetThroughNginxTests {
         }
         let common = seen.dropFirst().reduce(Set(seen[0])) { $0.intersection($1) }
         #expect(common.count >= 3, "the streams saw the same refreshes: \(seen)")
-        #expect(try await FleetTests.leaders(deployment.replicas).count == 1)
+        #expect(await FleetTests.soleLeader(deployment.replicas) != nil)
         for stream in streams { stream.client.close() }
         await deployment.stop()
     }
@@ -158,7 +158,7 @@ struct FleetThroughNginxTests {
         let deployment = try await Deployment.start(refresh: "400ms", leaseTTL: "1s")
         let streams = try await deployment.streamsOnEveryReplica("/groups", resource: "groups")
         for stream in streams { _ = try await stream.client.next(type: "snapshot") }
-        let leader = try #require(try await FleetTests.leaders(deployment.replicas).first)
+        let leader = try #require(await FleetTests.soleLeader(deployment.replicas))
         let survivors = streams.filter { $0.replica != leader }
         let orphans = streams.filter { $0.replica == leader }
 
@@ -174,7 +174,7 @@ struct FleetThroughNginxTests {
             let elapsed = ContinuousClock.now - killed
             #expect(elapsed <= leaseTTL + refresh + .seconds(1), "replica \(stream.replica)'s stream had a new snapshot \(elapsed) after the kill")
         }
-        #expect(try await FleetTests.leaders(deployment.replicas.enumerated().filter { $0.offset != leader }.map(\.element)).count == 1)
+        #expect(await FleetTests.soleLeader(deployment.replicas.enumerated().filter { $0.offset != leader }.map(\.element)) != nil)
 
         // The dead replica's streams end at nginx; the browser reconnects, through nginx, to a survivor.
         for stream in orphans { #expect(await stream.client.connection.waitForClose(within: .seconds(5))) }
@@ -207,10 +207,10 @@ struct FleetThroughNginxTests {
         for replica in deployment.replicas {
             #expect(await replica.output.wait(timeout: .seconds(15)) { $0.components(separatedBy: "cluster: joined the fleet").count == 3 })
         }
-        // The same connections, one pipeline again: from the first refresh that started
-        // after the fleet formed (calls already in flight then may have been a lone
+        // The same connections, one pipeline again: once the roles are settled, from the first
+        // refresh that started after (calls already in flight then may have been a lone
         // replica's), consecutive list calls on every stream.
-        #expect(try await FleetTests.leaders(deployment.replicas).count == 1)
+        #expect(try await deployment.fleet.settled())
         let formed = deployment.fleet.upstream.listCalls.value
         for stream in streams {
             var calls: [Int] = []

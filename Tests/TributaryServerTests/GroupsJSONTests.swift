@@ -36,12 +36,12 @@ struct GroupsJSONTests {
     func disconnectCancelsUpstream() async throws {
         let fixture = TaskGroupsFixture(count: 5)
         let upstream = try await ScriptedUpstream.start { request in request.path == "/groups" ? fixture.reply(to: request)! : .hang }
-        let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "10s"))
+        let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "60s"))
         let client = try await TestConnection(port: service.port)
         try await client.sendRequest("GET", "/groups")
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.filter(\.inFlight).count == 5 })
         client.close()
-        #expect(await upstream.records.wait(timeout: .seconds(1)) { $0.allSatisfy { !$0.inFlight } })
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.allSatisfy { !$0.inFlight } })
         #expect(upstream.requests.filter { $0.path != "/groups" }.allSatisfy { $0.closedByClient })
         await service.stop()
         await upstream.shutdown()

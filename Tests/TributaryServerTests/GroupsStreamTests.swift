@@ -131,7 +131,7 @@ struct GroupsStreamTests {
         let upstream = try await ScriptedUpstream.start { request in
             request.path != "/groups" && hang.value ? .hang : fixture.reply(to: request)!
         }
-        let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "10s"))
+        let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "60s"))
         let first = try await service.events("/groups")
         let second = try await service.events("/groups")
         _ = try await first.next(type: "snapshot")
@@ -147,7 +147,7 @@ struct GroupsStreamTests {
         #expect(upstream.requests.filter(\.inFlight).count == 4)
 
         second.close()
-        #expect(await upstream.records.wait(timeout: .seconds(1)) { $0.allSatisfy { !$0.inFlight } })
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.allSatisfy { !$0.inFlight } })
         #expect(upstream.requests.filter { $0.closedByClient }.count == 4)
         await service.stop()
         await upstream.shutdown()

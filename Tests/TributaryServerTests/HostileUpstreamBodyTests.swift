@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TributaryTesting
+import TestThreads
 
 /// An upstream that answers with JSON made of tiny values, just under the default
 /// `maxResponseBytes` (8 MiB): parsed into a tree, such text weighs 20 to 70 times its size
@@ -36,7 +37,8 @@ struct HostileUpstreamBodyTests {
     }
 
     @Test("8 MiB bodies of tiny values: each answer is 502 upstream_malformed, and the process grows by less than 100 MiB",
-          .disabled(if: AddressSanitizer.isActive, "ASan's quarantine holds freed memory: the bound is checked in the plain pass"))
+          .disabled(if: AddressSanitizer.isActive, "ASan's quarantine holds freed memory: the bound is checked in the plain pass"),
+          .ownThread)
     func tinyValues() async throws {
         let bodies = Dictionary(uniqueKeysWithValues: Self.shapes.map { ("/" + $0.name, Self.body($0)) })
         let upstream = try await ScriptedUpstream.start { request in

@@ -81,7 +81,7 @@ struct OpenAPIDocumentTests {
         let document = Self.document(try Self.configuration())
         #expect(document["paths"]?.keys == [
             "/feeds", "/feeds/reload", "/groups", "/groups/reload", "/rows", "/rows/reload", "/search",
-            "/events", "/streams/{id}/triggers/{name}", "/streams/{id}/inputs/{name}", "/", "/healthz", "/metrics", "/openapi.json",
+            "/events", "/streams/{id}/triggers/{name}", "/streams/{id}/inputs/{name}", "/", "/healthz", "/readyz", "/metrics", "/openapi.json",
         ])
         let methods = Dictionary(uniqueKeysWithValues: (document["paths"]?.objectValue ?? []).map { ($0.key, $0.value.keys) })
         #expect(methods["/groups"] == ["get"])
@@ -90,8 +90,8 @@ struct OpenAPIDocumentTests {
         #expect(methods["/events"] == ["get"])
         #expect(methods["/streams/{id}/triggers/{name}"] == ["post"])
         #expect(methods["/streams/{id}/inputs/{name}"] == ["put"])
-        for path in ["/", "/healthz", "/metrics", "/openapi.json"] { #expect(methods[path] == ["get"], "\(path)") }
-        #expect(Self.operations(document).count == 14, "one operation per path")
+        for path in ["/", "/healthz", "/readyz", "/metrics", "/openapi.json"] { #expect(methods[path] == ["get"], "\(path)") }
+        #expect(Self.operations(document).count == 15, "one operation per path")
     }
 
     @Test("every operation has an id of its own, which client generators name their functions after")
@@ -367,7 +367,7 @@ struct OpenAPIDocumentTests {
     func noResources() {
         let document = Self.document(Configuration())
         #expect(document["paths"]?.keys == [
-            "/events", "/streams/{id}/triggers/{name}", "/streams/{id}/inputs/{name}", "/", "/healthz", "/metrics", "/openapi.json",
+            "/events", "/streams/{id}/triggers/{name}", "/streams/{id}/inputs/{name}", "/", "/healthz", "/readyz", "/metrics", "/openapi.json",
         ])
         #expect(Self.parameter(document.at("paths", "/streams/{id}/triggers/{name}", "post"), "name")?.at("schema", "enum") == nil)
         #expect(Self.parameter(document.at("paths", "/streams/{id}/inputs/{name}", "put"), "name")?.at("schema", "enum") == nil)
@@ -376,11 +376,12 @@ struct OpenAPIDocumentTests {
 
     // MARK: - Operations
 
-    @Test("the operator's endpoints: the live page as HTML, liveness as {status: ok}, metrics as text, this document as JSON")
+    @Test("the operator's endpoints: the live page as HTML, liveness as {status: ok}, readiness as {status: ready} or 503, metrics as text, this document as JSON")
     func operatorEndpoints() throws {
         let paths = Self.document(try Self.configuration())["paths"]
         let expected: [(String, String, String)] = [
-            ("/", "livePage", "text/html"), ("/healthz", "health", "application/json"), ("/metrics", "metrics", "text/plain"),
+            ("/", "livePage", "text/html"), ("/healthz", "health", "application/json"), ("/readyz", "ready", "application/json"),
+            ("/metrics", "metrics", "text/plain"),
             ("/openapi.json", "openAPIDocument", "application/json"),
         ]
         for (path, id, mediaType) in expected {
@@ -391,6 +392,10 @@ struct OpenAPIDocumentTests {
         }
         #expect(paths?.at("/healthz", "get", "responses", "200", "content", "application/json", "schema", "properties", "status", "const")
             == .string("ok"))
+        #expect(paths?.at("/readyz", "get", "responses", "200", "content", "application/json", "schema", "properties", "status", "const")
+            == .string("ready"))
+        #expect(paths?.at("/readyz", "get", "responses", "503", "content", "application/json", "schema", "properties", "error", "properties",
+                          "code", "enum")?.strings == ["too_many_connections", "starting", "draining"])
     }
 
     // MARK: - Errors

@@ -44,7 +44,7 @@ struct OpenAPITests {
         #expect(Set(paths.keys) == [
             "/groups", "/groups/reload", "/rows", "/rows/reload", "/search", "/teams", "/teams/reload", "/lookup",
             "/teams/{team}/groups", "/teamgroups/reload", "/me/groups", "/mygroups/reload",
-            "/events", "/streams/{id}/triggers/{name}", "/streams/{id}/inputs/{name}", "/", "/healthz", "/metrics", "/openapi.json",
+            "/events", "/streams/{id}/triggers/{name}", "/streams/{id}/inputs/{name}", "/", "/healthz", "/readyz", "/metrics", "/openapi.json",
         ])
         #expect(Set(paths["/teams"]?.keys.map { $0 } ?? []) == ["get"])
         #expect(Set(paths["/teams/reload"]?.keys.map { $0 } ?? []) == ["post"])

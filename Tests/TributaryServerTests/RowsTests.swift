@@ -163,7 +163,7 @@ struct RowsTests {
         #expect(try await world.trigger(id, "loadMore", "?topic=a").status == 202)
         #expect(await world.upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.query["page"] == "2" && $0.inFlight } })
         stream.close()
-        #expect(await world.upstream.records.wait(timeout: .seconds(2)) { $0.contains { $0.query["page"] == "2" && $0.closedByClient } })
+        #expect(await world.upstream.records.wait(timeout: .seconds(10)) { $0.contains { $0.query["page"] == "2" && $0.closedByClient } })
         let gone = try await world.trigger(id, "loadMore", "?topic=b")
         #expect(gone.status == 404)
         #expect(gone.error?.code == "unknown_stream")

@@ -66,7 +66,7 @@ struct SearchTests {
         #expect(await world.upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.query["q"] == "slowly" && $0.inFlight } })
         #expect(try await world.set(id, Array("vapor".utf8)).status == 202)
         #expect(try await stream.next(type: "snapshot").data == SearchFixture.itemsJSON(for: "vapor"))
-        #expect(await world.upstream.records.wait(timeout: .seconds(2)) { $0.first { $0.query["q"] == "slowly" }?.closedByClient == true })
+        #expect(await world.upstream.records.wait(timeout: .seconds(10)) { $0.first { $0.query["q"] == "slowly" }?.closedByClient == true })
         stream.close()
         await world.stop()
     }

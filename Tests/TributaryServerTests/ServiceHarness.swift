@@ -64,6 +64,12 @@ final class ServiceHarness: Sendable {
         try await TestHTTP.get(port: port, path, headers: headers)
     }
 
+    /// Whether it became ready (``TestHTTP/ready(port:timeout:)``): with `cluster.redis`, once
+    /// it joined the fleet, which its first connection to Redis takes a moment to do.
+    func ready() async -> Bool {
+        await TestHTTP.ready(port: port)
+    }
+
     func post(_ path: String) async throws -> TestResponse {
         try await TestHTTP.request(port: port, "POST", path)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestThreads
 @testable import TributaryServer
 import Yams
 
@@ -90,7 +91,7 @@ struct SettingRangesTests {
     }
 
     @Test("each key takes both ends of its range and refuses one past each, 2^53, 2^63, 2^64, 1e308, inf, nan, −1 and text",
-          arguments: numeric.map(\.key))
+          .ownThread, arguments: numeric.map(\.key))
     func everyKey(_ pattern: String) throws {
         let bounds = try #require(Settings.bounds(of: pattern))
         let path = Self.concrete(pattern)

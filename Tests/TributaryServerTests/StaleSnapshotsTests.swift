@@ -1,11 +1,12 @@
 import Aggregation
 import Testing
 @testable import TributaryServer
+import TestThreads
 
 /// The process's store of last good documents (`staleIfError`), bounded by bytes: what it
 /// keeps, what it evicts, and that its own bookkeeping stays bounded however it is used. End
 /// to end, through a real worker: `StaleIfErrorTests`.
-@Suite("Stale snapshots: a byte budget, evicting the documents fetched longest ago")
+@Suite("Stale snapshots: a byte budget, evicting the documents fetched longest ago", .ownThread)
 struct StaleSnapshotsTests {
     static func snapshot(_ bytes: Int) -> Snapshot {
         Snapshot(json: Array(repeating: UInt8(ascii: "1"), count: bytes))

@@ -1,6 +1,7 @@
 import CryptoExtras
 import Foundation
 import JWTKit
+import TestThreads
 
 /// The claims a test puts in a token (nil: left out).
 struct TestClaims: JWTPayload {
@@ -34,7 +35,9 @@ final class TestTokens: Sendable {
     }
 
     init() async throws {
-        rsa = try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
+        // Making an RSA key takes a debug build tenths of a second of CPU, more on a busy
+        // machine: not on the cooperative pool, which the tests beside this one await on.
+        rsa = try await offThePool { try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048)) }
         es = ES256PrivateKey()
         ed = try EdDSA.PrivateKey(curve: .ed25519)
         await signers.add(hmac: HMACKey(from: Self.secret), digestAlgorithm: .sha256, kid: "hs")

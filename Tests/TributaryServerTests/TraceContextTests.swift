@@ -1,6 +1,7 @@
 import HTTPCore
 import Testing
 import TributaryTesting
+import TestThreads
 
 @Suite("Trace context: a request's traceparent (or a new one) on every upstream call it causes, its trace id in the log")
 struct TraceContextTests {
@@ -152,7 +153,7 @@ struct TraceContextTests {
         #expect(parent.hasPrefix("00-\(traceID)-") && parent.hasSuffix("-\(flags)") && parent.utf8.count == 55)
     }
 
-    @Test("new trace ids (no system random number per trace) are valid and never repeat, across threads")
+    @Test("new trace ids (no system random number per trace) are valid and never repeat, across threads", .ownThread)
     func newTraceIDsAreUnique() async {
         // Small enough not to hold the cooperative pool, which the other suites' awaits share.
         let perTask = 5_000

@@ -71,8 +71,8 @@ extension ServiceHarness {
         """
         upstreams:
           tasks: {url: "\(upstream)"}
-          media: {url: "\(upstream)", timeout: 5s, retries: 0}
-          search: {url: "\(upstream)", timeout: 5s, retries: 0}
+          media: {url: "\(upstream)", timeout: 60s, retries: 0}
+          search: {url: "\(upstream)", timeout: 60s, retries: 0}
         resources:
         \(viewModelResourcesYAML(debounce: debounce))
         """

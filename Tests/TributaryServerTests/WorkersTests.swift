@@ -11,7 +11,7 @@ struct WorkersTests {
         let upstream = try await ScriptedUpstream.start { request in
             hang.value && request.path != "/groups" ? .hang : fixture.value.reply(to: request)!
         }
-        let yaml = ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "10s")
+        let yaml = ServiceHarness.groupsYAML(upstream: upstream.baseURL, timeout: "60s")
         let owner = try await ServiceHarness(yaml: yaml)
         let other = try await ServiceHarness(yaml: yaml, shares: owner.shares)
         #expect(other.shares === owner.shares)
@@ -38,7 +38,7 @@ struct WorkersTests {
         #expect(try await owner.get("/healthz").status == 200)
         #expect(upstream.requests.filter(\.inFlight).count == 4, "the other worker's subscribers keep it running")
         for (index, stream) in streams.enumerated() where index % 2 == 1 { stream.close() }
-        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.allSatisfy { !$0.inFlight } })
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.allSatisfy { !$0.inFlight } })
         await other.stop()
         await owner.stop()
         await upstream.shutdown()

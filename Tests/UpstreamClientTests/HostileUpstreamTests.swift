@@ -43,7 +43,9 @@ struct HostileUpstreamTests {
         let upstream = try await ScriptedUpstream.start { _ in .hang }
         let base = try BaseURL(upstream.baseURL)
         let harness = try await Harness(.init(defaultPoolCapacity: 1, defaultMaxQueue: 3))
-        _ = try await harness.start(0, UpstreamRequest(base: base, path: "/busy"))
+        // The one connection stays busy for longer than the test takes (a loaded run saw the
+        // default 10 s pass, the connection freed, and a waiting call sent).
+        _ = try await harness.start(0, UpstreamRequest(base: base, path: "/busy", timeout: .seconds(600)))
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.count == 1 })
         // Three wait, the fourth is refused: started in one loop turn, so none times out first.
         let client = harness.client

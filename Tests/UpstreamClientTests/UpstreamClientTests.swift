@@ -13,6 +13,8 @@ struct UpstreamClientTests {
         let thread: LoopThread
         let client: LoopBound<UpstreamClient>
         let outcomes = Observed<[Int: Outcome]>([:])
+        /// The calls' ids in the order they ended, as the loop saw it.
+        let ended = Observed<[Int]>([])
 
         init(_ configuration: UpstreamClient.Configuration = .init()) async throws {
             thread = try LoopThread()
@@ -21,10 +23,12 @@ struct UpstreamClientTests {
 
         /// Starts call number `id`; its outcome lands in `outcomes[id]`.
         func start(_ id: Int, _ request: UpstreamRequest) async throws -> LoopBound<UpstreamCall> {
-            let client = self.client
-            let outcomes = self.outcomes
+            let (client, outcomes, ended) = (self.client, self.outcomes, self.ended)
             return try await thread.run { loop in
-                let call = client.value.execute(request) { outcome in outcomes.update { $0[id] = outcome } }
+                let call = client.value.execute(request) { outcome in
+                    ended.update { $0.append(id) }
+                    outcomes.update { $0[id] = outcome }
+                }
                 return LoopBound(call, loop: loop)
             }
         }
@@ -138,10 +142,11 @@ struct UpstreamClientTests {
     func cancelClosesTheConnection() async throws {
         let upstream = try await ScriptedUpstream.start { _ in .hang }
         let harness = try await Harness()
-        let call = try await harness.start(1, UpstreamRequest(base: BaseURL(upstream.baseURL), path: "/hang"))
+        // A deadline far past the test's steps: the call must still be in flight when cancelled.
+        let call = try await harness.start(1, UpstreamRequest(base: BaseURL(upstream.baseURL), path: "/hang", timeout: .seconds(600)))
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.count == 1 })
         try await harness.thread.run { _ in call.value.cancel() }
-        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.first?.closedByClient == true })
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.first?.closedByClient == true })
         #expect(harness.outcomes.value.isEmpty, "a cancelled call does not complete")
         await harness.stop()
         await upstream.shutdown()
@@ -174,7 +179,10 @@ struct UpstreamClientTests {
         // Each receiver is held by its call alone.
         let hanging = try await harness.thread.run { loop in
             for (id, path) in [(1, "/ok"), (2, "/hang")] {
-                let call = client.value.execute(UpstreamRequest(base: base, path: path), for: Receiver(id: id, outcomes: outcomes, released: released)) { receiver, outcome in
+                // The hanging call must outlast the test's steps until it cancels it, however
+                // slowly a busy machine runs them: a deadline that passed first would answer it.
+                let request = UpstreamRequest(base: base, path: path, timeout: .seconds(600))
+                let call = client.value.execute(request, for: Receiver(id: id, outcomes: outcomes, released: released)) { receiver, outcome in
                     let receiver = unsafeDowncast(receiver, to: Receiver.self)
                     receiver.outcomes.update { $0[receiver.id] = outcome }
                 }
@@ -212,14 +220,14 @@ struct UpstreamClientTests {
         let harness = try await Harness()
         let clock = ContinuousClock()
         let started = clock.now
-        // Far apart, so the shorter one's end is seen before the longer one's even on a loaded
-        // machine (2 s was not enough once, beside two builds).
+        // Far apart, so that the loop, however late a busy machine runs it, ends the shorter
+        // first; which ended first is read from the order the loop ended them in, not from
+        // what this task finds when it next runs.
         _ = try await harness.start(1, UpstreamRequest(base: base, path: "/long", timeout: .seconds(6)))
         _ = try await harness.start(2, UpstreamRequest(base: base, path: "/short", timeout: .milliseconds(100)))
-        #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[2] != nil })
+        #expect(await harness.outcomes.wait(timeout: .seconds(20)) { $0[1] != nil && $0[2] != nil })
+        #expect(harness.ended.value == [2, 1], "the shorter deadline ends first")
         #expect(failureKind(harness.outcomes.value[2]) == .timeout)
-        #expect(harness.outcomes.value[1] == nil, "the longer deadline has not passed yet")
-        #expect(await harness.outcomes.wait(timeout: .seconds(20)) { $0[1] != nil })
         #expect(clock.now - started >= .seconds(6))
         #expect(failureKind(harness.outcomes.value[1]) == .timeout)
         await harness.stop()
@@ -248,7 +256,8 @@ struct UpstreamClientTests {
         let upstream = try await ScriptedUpstream.start { _ in .hang }
         let base = try BaseURL(upstream.baseURL)
         let harness = try await Harness(.init(defaultPoolCapacity: 1))
-        _ = try await harness.start(1, UpstreamRequest(base: base, path: "/first"))
+        // Holds the one connection for longer than the test takes, however slow the machine.
+        _ = try await harness.start(1, UpstreamRequest(base: base, path: "/first", timeout: .seconds(600)))
         _ = try await harness.start(2, UpstreamRequest(base: base, path: "/second", timeout: .milliseconds(100)))
         #expect(await harness.outcomes.wait(timeout: .seconds(5)) { $0[2] != nil })
         #expect(failureKind(harness.outcomes.value[2]) == .timeout)
@@ -291,7 +300,7 @@ struct UpstreamClientTests {
             let answered = client.value.publisher(for: UpstreamRequest(base: base, path: "/ok"))
                 .sink(receiveCompletion: { completion in events.update { $0.append("\(completion)") } },
                       receiveValue: { response in events.update { $0.append("\(response.status)") } })
-            let hanging = client.value.publisher(for: UpstreamRequest(base: base, path: "/hang"))
+            let hanging = client.value.publisher(for: UpstreamRequest(base: base, path: "/hang", timeout: .seconds(600)))
                 .sink(receiveCompletion: { _ in events.update { $0.append("hang completed") } },
                       receiveValue: { _ in events.update { $0.append("hang answered") } })
             return LoopBound([answered, hanging], loop: loop)
@@ -299,7 +308,7 @@ struct UpstreamClientTests {
         #expect(await events.wait(timeout: .seconds(5)) { $0 == ["200", "finished"] })
         #expect(await upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.path == "/hang" } })
         try await harness.thread.run { _ in subscriptions.value[1].cancel() }
-        #expect(await upstream.records.wait(timeout: .seconds(2)) { $0.contains { $0.path == "/hang" && $0.closedByClient } })
+        #expect(await upstream.records.wait(timeout: .seconds(10)) { $0.contains { $0.path == "/hang" && $0.closedByClient } })
         #expect(events.value == ["200", "finished"])
         try await harness.thread.run { _ in subscriptions.release() }
         await harness.stop()

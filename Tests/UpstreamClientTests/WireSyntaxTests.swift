@@ -1,11 +1,12 @@
 @testable import HTTPCore
 @testable import UpstreamClient
 import Testing
+import TestThreads
 
 /// The byte checks of the upstream wire code (``HTTPSyntax``, ``RequestHead``) against the
 /// rules written out plainly, byte by byte: the bit table and the word-at-a-time scans must
 /// accept and refuse exactly what those rules do, wherever a byte sits in a word.
-@Suite("Wire syntax: fast byte checks agree with the plain rules")
+@Suite("Wire syntax: fast byte checks agree with the plain rules", .ownThread)
 struct WireSyntaxTests {
     /// RFC 9110 §5.6.2's `tchar`, spelled out.
     static let tchars = Set(Array("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8))

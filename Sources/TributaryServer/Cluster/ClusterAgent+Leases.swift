@@ -13,9 +13,13 @@ import Redis
 /// rests; leaders publish, followers take what is newer than what they show.
 extension ClusterAgent {
     /// A resource's subscribers came or all went: decide its role now, not at the next tick.
+    /// When its lease script is in flight already (sent with the interest of before), it is
+    /// run again as soon as that one is answered.
     func interestChanged(in name: String) {
         guard let resource = resources[name] else { return }
-        if isConnected { tick(resource) } else { runAlone(resource) }
+        guard isConnected else { return runAlone(resource) }
+        if ticking.contains(name) { interestChangedWhileTicking.insert(name) }
+        tick(resource)
     }
 
     func tickAll() {
@@ -42,6 +46,9 @@ extension ClusterAgent {
         redis.send(command) { [unowned self] result in
             ticking.remove(name)
             guard resources[name] === resource else { return }  // released meanwhile
+            // Decided on the interest of before: the role the interest of now gives comes next.
+            let interestChanged = interestChangedWhileTicking.remove(name) != nil
+            defer { if interestChanged { self.interestChanged(in: name) } }
             guard case .success(let reply) = result, let answer = reply.array, let role = answer.first?.text else {
                 if !isConnected { runAlone(resource) }
                 return

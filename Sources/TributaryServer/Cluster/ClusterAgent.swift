@@ -69,16 +69,25 @@ final class ClusterAgent {
     var recentReloads = RecentNonces()
     /// Resources whose lease script is in flight (one at a time each).
     var ticking: Set<String> = []
+    /// Resources whose interest changed while their lease script was in flight.
+    var interestChangedWhileTicking: Set<String> = []
     /// Resources whose last state the lease fenced off: published again once the lease is back.
     var fenced: Set<String> = []
     var ticker: LoopTimer!
     var streamRenewal: LoopTimer!
     var subscriptions: [AnyCancellable] = []
     var reportedUnreachable = false
+    /// Whether Redis was ever reached: until then the client's `disconnected` is the start,
+    /// not a loss to report.
+    var hasJoined = false
     let connectedGauge = Gauge(label: "tributary_cluster_connected")
+    /// Called on the loop each time the fleet is joined (the process's readiness waits for
+    /// the first).
+    let joined: () -> Void
 
-    init(settings: Configuration.Cluster, loop: EventLoop, directory: StreamDirectory, logger: Logger) {
+    init(settings: Configuration.Cluster, loop: EventLoop, directory: StreamDirectory, logger: Logger, joined: @escaping () -> Void = {}) {
         self.settings = settings
+        self.joined = joined
         self.loop = loop
         self.directory = directory
         self.logger = logger
@@ -187,10 +196,15 @@ final class ClusterAgent {
         switch state {
         case .connected:
             reportedUnreachable = false
+            hasJoined = true
             logger.info("cluster: joined the fleet", metadata: ["redis": "\(settings.redis)", "replica": "\(replica)"])
             registerAllStreams()
             tickAll()
+            joined()
         case .disconnected:
+            // The client's first state, before any attempt: nothing was lost (a first attempt
+            // that fails is reported by redisFailed).
+            guard hasJoined else { return }
             logger.warning("cluster: lost Redis, running alone until it is back", metadata: [
                 "redis": "\(settings.redis)", "reason": "\(redis.lastFailure?.detail ?? "unknown")",
             ])

@@ -132,7 +132,7 @@ extension Configuration {
             guard upstreams[resource.upstream] != nil else {
                 throw ConfigurationError("\(file): resources.\(name).upstream", "no upstream named \(resource.upstream) (known: \(upstreams.keys.sorted().joined(separator: ", ")))")
             }
-            guard !["streams", "healthz", "metrics", "events"].contains(name) else {
+            guard !["streams", "healthz", "readyz", "metrics", "events"].contains(name) else {
                 throw ConfigurationError("\(file): resources.\(name)", "the name \(name) is reserved for Tributary's own endpoints")
             }
             // One plain path segment: no `{…}` that a route would read as a parameter, no `.`,

@@ -132,7 +132,7 @@ extension Configuration {
     }
 
     /// First segments a route may not take: the endpoints every service has.
-    private static let reservedFirstSegments: Set<String> = ["streams", "events", "healthz", "metrics", "openapi.json"]
+    private static let reservedFirstSegments: Set<String> = ["streams", "events", "healthz", "readyz", "metrics", "openapi.json"]
 
     /// `resources.<name>.parameters.<parameter>`: `in`, `pattern`, `enum`, `default`, `required`.
     private static func parameter(_ section: YAMLSection, named name: String) throws(ConfigurationError) -> ParameterDefinition {

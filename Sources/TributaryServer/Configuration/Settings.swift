@@ -291,11 +291,11 @@ extension Settings {
     /// The keys of every resource read by hand (Configuration+Resources.swift).
     static let resourceStructure: [Setting] = [
         Setting("resources.*", default: "",
-                "a resource served at `/<name>`; the name is letters, digits, `-` and `_` (not `streams`, `healthz`, `metrics`, `events`)"),
+                "a resource served at `/<name>`; the name is letters, digits, `-` and `_` (not `streams`, `healthz`, `readyz`, `metrics`, `events`)"),
         Setting("resources.*.kind", default: "required", "`list`, `pages` or `search` (below)"),
         Setting("resources.*.upstream", default: "required", "an entry of `upstreams`"),
         Setting("resources.*.route", default: "`/<name>`",
-                "the path it is served at; segments in braces are path parameters: `/teams/{team}/groups`. Its first segment is fixed text, not one of `streams`, `events`, `healthz`, `metrics`, `openapi.json`. `POST /<name>/reload` stays at the name"),
+                "the path it is served at; segments in braces are path parameters: `/teams/{team}/groups`. Its first segment is fixed text, not one of `streams`, `events`, `healthz`, `readyz`, `metrics`, `openapi.json`. `POST /<name>/reload` stays at the name"),
         Setting("resources.*.parameters.*", default: "none",
                 "a parameter the client gives. A value is at most 1024 bytes, and never `.` or `..` (it would move an upstream path), whatever the pattern; values are compared by their bytes (no Unicode normalization). Refused: 400 `missing_parameter` or `invalid_parameter`, naming it, before any upstream call. Undeclared query parameters are ignored"),
         Setting("resources.*.parameters.*.in", default: "`path`",

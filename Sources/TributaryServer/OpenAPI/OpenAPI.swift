@@ -48,7 +48,7 @@ enum OpenAPI {
             switch self {
             case .resources: "The configured resources: JSON by default, a live event stream with `Accept: text/event-stream`."
             case .streams: "Control of one live stream, by the id its first event announced."
-            case .operations: "Liveness, metrics, the live page and this description."
+            case .operations: "Liveness, readiness, metrics, the live page and this description."
             }
         }
     }

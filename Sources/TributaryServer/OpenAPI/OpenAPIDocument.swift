@@ -38,6 +38,7 @@ struct OpenAPIDocument {
             ("/streams/{id}/inputs/{name}", pathItem(inputOperation)),
             ("/", pathItem(livePageOperation)),
             ("/healthz", pathItem(healthOperation)),
+            ("/readyz", pathItem(readyOperation)),
             ("/metrics", pathItem(metricsOperation)),
             ("/openapi.json", pathItem(documentOperation)),
         ]
@@ -199,6 +200,21 @@ struct OpenAPIDocument {
             answers: [OpenAPI.Answer(status: 200, description: "The service is running.", content: [
                 ("application/json", Self.object(required: [("status", .object([("const", .string("ok"))]))])),
             ])])
+    }
+
+    private var readyOperation: OpenAPI.Operation {
+        OpenAPI.Operation(
+            method: "get", id: "ready", tag: .operations, summary: "Readiness",
+            description: "Whether to send this process traffic: 200 while it serves; 503 while it starts (with "
+                + "`cluster.redis`, until it has joined its fleet) and while it drains at shutdown. Losing Redis later "
+                + "leaves it ready: each replica then serves alone. `/healthz` is liveness: 200 while the process runs.",
+            answers: [OpenAPI.Answer(status: 200, description: "The service serves.", content: [
+                ("application/json", Self.object(required: [("status", .object([("const", .string("ready"))]))])),
+            ])],
+            errors: [
+                OpenAPI.ErrorCase(status: 503, code: "starting", when: "the service is starting (in a fleet: until it has joined the fleet)"),
+                OpenAPI.ErrorCase(status: 503, code: "draining", when: "the service is stopping"),
+            ])
     }
 
     private var metricsOperation: OpenAPI.Operation {
