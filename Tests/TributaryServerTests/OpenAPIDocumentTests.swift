@@ -284,7 +284,9 @@ struct OpenAPIDocumentTests {
         #expect(resource?.at("schema", "minItems") == .integer(1))
         #expect(resource?.at("schema", "maxItems") == .integer(16))
         #expect(resource?.at("schema", "uniqueItems") == .bool(true))
-        #expect(operation?["parameters"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["resource", "search.term", "updates", "Last-Event-ID"])
+        #expect(operation?["parameters"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == [
+            "resource", "feeds.fields", "groups.fields", "rows.fields", "search.term", "search.fields", "updates", "Last-Event-ID",
+        ])
         #expect(Self.parameter(operation, "search.term")?.at("schema", "maxLength") == .integer(SearchView.maximumQueryLength))
     }
 

@@ -23,6 +23,13 @@ public protocol LiveViewModel: AnyObject {
 extension LiveViewModel {
     public var inputs: [String] { [] }
 
+    /// This view as `fields` show its documents (``FieldSelection``): itself when they keep
+    /// every member. For a view of one stream's own (`rows`, `search`); the streams of a shared
+    /// pipeline share one projection per worker and fields instead.
+    public func keeping(_ fields: FieldSelection) -> any LiveViewModel {
+        fields.keepsEverything ? self : ProjectedView(self, keeping: fields)
+    }
+
     public func set(_ input: String, to value: String) throws(ControlError) {
         throw .unknownInput(input)
     }
@@ -54,5 +61,29 @@ public final class SharedLiveView: LiveViewModel {
     public func activate(_ trigger: String, arguments: [String: String]) throws(ControlError) {
         guard trigger == "reload" else { throw .unknownTrigger(trigger) }
         live.reload()
+    }
+}
+
+/// A view whose documents show only the members its stream asked for: its states projected,
+/// and a state whose projection did not change not sent again (a page that shows names is not
+/// woken when only a count changed). Its triggers and inputs are the view's own.
+final class ProjectedView: LiveViewModel {
+    private let view: any LiveViewModel
+    let states: AnyPublisher<LiveState, Never>
+
+    init(_ view: any LiveViewModel, keeping fields: FieldSelection) {
+        self.view = view
+        states = view.states.map { fields.projecting($0) }.removeDuplicates().eraseToAnyPublisher()
+    }
+
+    var triggers: [String] { view.triggers }
+    var inputs: [String] { view.inputs }
+
+    func activate(_ trigger: String, arguments: [String: String]) throws(ControlError) {
+        try view.activate(trigger, arguments: arguments)
+    }
+
+    func set(_ input: String, to value: String) throws(ControlError) {
+        try view.set(input, to: value)
     }
 }

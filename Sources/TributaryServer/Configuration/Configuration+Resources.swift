@@ -83,8 +83,8 @@ extension Configuration {
         return path
     }
 
-    /// `route` (default `/<name>`) and `parameters` of resource `name`: every `{…}` segment of
-    /// the route names a path parameter, and every path parameter has its segment.
+    /// `route` (default `/<name>`), `parameters` and `fields` of resource `name`: every `{…}`
+    /// segment of the route names a path parameter, and every path parameter has its segment.
     private static func routing(_ section: YAMLSection, named name: String) throws(ConfigurationError) -> Routing {
         var parameters: [ParameterDefinition] = []
         for (parameterName, parameter) in try section.section("parameters")?.namedSections() ?? [] {
@@ -128,7 +128,15 @@ extension Configuration {
             throw ConfigurationError(section.location("parameters.\(definition.name)"),
                                      "a path parameter needs its {\(definition.name)} segment in route (\(route)); or say in: query")
         }
-        return Routing(route: route, parameters: parameters)
+        var fields = FieldSelection.everything
+        if let names = try section.strings(FieldSelection.parameter) {
+            do {
+                fields = try FieldSelection(names: names)
+            } catch {
+                throw ConfigurationError(section.location(FieldSelection.parameter), error.problem)
+            }
+        }
+        return Routing(route: route, parameters: parameters, fields: fields)
     }
 
     /// First segments a route may not take: the endpoints every service has.
@@ -139,6 +147,9 @@ extension Configuration {
         try section.allowOnlyDeclared()
         guard !name.isEmpty, name != UpstreamPath.itemID, UpstreamPath("/{\(name)}") != nil else {
             throw ConfigurationError(section.location(""), "a parameter's name is letters, digits, - and _ (and not id, which names an item)")
+        }
+        guard name != FieldSelection.parameter else {
+            throw ConfigurationError(section.location(""), "fields is every resource's own query parameter (the members a client keeps); name this one otherwise")
         }
         let locationName = try section.string("in") ?? ParameterDefinition.Location.path.rawValue
         guard let location = ParameterDefinition.Location(rawValue: locationName) else {

@@ -186,10 +186,13 @@ public struct Configuration: Sendable {
         public var route: String
         /// In name order.
         public var parameters: [ParameterDefinition] = []
+        /// `fields`: the members of each element it serves at all (a client's `fields=` narrows it).
+        public var fields: FieldSelection = .everything
 
-        public init(route: String, parameters: [ParameterDefinition] = []) {
+        public init(route: String, parameters: [ParameterDefinition] = [], fields: FieldSelection = .everything) {
             self.route = route
             self.parameters = parameters
+            self.fields = fields
         }
     }
 

@@ -296,6 +296,8 @@ extension Settings {
         Setting("resources.*.upstream", default: "required", "an entry of `upstreams`"),
         Setting("resources.*.route", default: "`/<name>`",
                 "the path it is served at; segments in braces are path parameters: `/teams/{team}/groups`. Its first segment is fixed text, not one of `streams`, `events`, `healthz`, `readyz`, `metrics`, `openapi.json`. `POST /<name>/reload` stays at the name"),
+        Setting("resources.*.fields", default: "every member",
+                "the members of each element it serves at all, e.g. `[id, name, taskCount]` (a dotted name keeps one member inside its parent: `owner.login`); a client's `fields=` only narrows it. A failed item's `error` is always kept. At most 64 names of at most 128 bytes"),
         Setting("resources.*.parameters.*", default: "none",
                 "a parameter the client gives. A value is at most 1024 bytes, and never `.` or `..` (it would move an upstream path), whatever the pattern; values are compared by their bytes (no Unicode normalization). Refused: 400 `missing_parameter` or `invalid_parameter`, naming it, before any upstream call. Undeclared query parameters are ignored"),
         Setting("resources.*.parameters.*.in", default: "`path`",

@@ -2,9 +2,11 @@ import Aggregation
 import EventLoop
 import HTTPServer
 import OpenCombine
+import Rivers
 
 /// One worker's followers of the process's shared live pipelines (``LivePipelines``): one per
-/// ``SharingKey`` it has streams of, shared by those streams. On the home loop a follower is
+/// ``SharingKey`` it has streams of, shared by those streams (and one projection of it per
+/// `fields` they asked for). On the home loop a follower is
 /// the pipeline itself; elsewhere a bridge to it (``RemoteLiveResource``), so a state crosses
 /// to a worker once, however many of its streams show it. Loop-confined.
 final class WorkerPipelines {
@@ -14,15 +16,38 @@ final class WorkerPipelines {
     /// `server.maxClientSharePercent`, as the last reload said.
     var clientSharePercent: Int
 
-    /// A worker's hold on one shared pipeline: its states here, and the streams showing them.
+    /// A worker's hold on one shared pipeline: its states here, the streams showing them, and
+    /// the projections of its documents those streams asked for (`fields`), each made once
+    /// here and shared by every stream asking the same fields.
     fileprivate final class Follower {
         let pipeline: SharedPipeline
         let source: any LiveSource
         var streams = 0
+        private var projections: [FieldSelection: (states: AnyPublisher<LiveState, Never>, streams: Int)] = [:]
 
         init(pipeline: SharedPipeline, source: any LiveSource) {
             self.pipeline = pipeline
             self.source = source
+        }
+
+        /// The states as `fields` show them, for one more stream: projected once per state,
+        /// however many streams ask the same fields; a state whose projection did not change
+        /// is not sent again.
+        func states(keeping fields: FieldSelection) -> AnyPublisher<LiveState, Never> {
+            guard !fields.keepsEverything else { return source.states }
+            if let projection = projections[fields] {
+                projections[fields]?.streams += 1
+                return projection.states
+            }
+            let states = source.states.map { fields.projecting($0) }.removeDuplicates().shareLatest().eraseToAnyPublisher()
+            projections[fields] = (states, 1)
+            return states
+        }
+
+        /// A stream that asked for `fields` went; with the last of them, their projection.
+        func left(keeping fields: FieldSelection) {
+            guard !fields.keepsEverything, let projection = projections[fields] else { return }
+            projections[fields] = projection.streams > 1 ? (projection.states, projection.streams - 1) : nil
         }
     }
 
@@ -42,7 +67,7 @@ final class WorkerPipelines {
         let key = request.key
         if let follower = followers[key], follower.pipeline.definition == definition {
             follower.streams += 1
-            return .success(FollowingView(follower, of: self))
+            return .success(FollowingView(follower, keeping: request.fields, of: self))
         }
         let pipeline: SharedPipeline
         let bounds = LivePipelines.Bounds(maxPipelines: maxPipelines, clientSharePercent: clientSharePercent)
@@ -58,7 +83,7 @@ final class WorkerPipelines {
         let follower = Follower(pipeline: pipeline, source: source)
         follower.streams = 1
         followers[key] = follower
-        return .success(FollowingView(follower, of: self))
+        return .success(FollowingView(follower, keeping: request.fields, of: self))
     }
 
     /// A stream of `follower`'s key went; with the worker's last, it lets go of the pipeline.
@@ -73,18 +98,22 @@ final class WorkerPipelines {
     /// lives as long as its stream (its feed holds it), and tells the worker when it goes.
     private final class FollowingView: LiveViewModel {
         private let follower: Follower
+        private let fields: FieldSelection
         private let owner: WorkerPipelines
+        let states: AnyPublisher<LiveState, Never>
 
-        init(_ follower: Follower, of owner: WorkerPipelines) {
+        init(_ follower: Follower, keeping fields: FieldSelection, of owner: WorkerPipelines) {
             self.follower = follower
+            self.fields = fields
             self.owner = owner
+            states = follower.states(keeping: fields)
         }
 
         deinit {
+            follower.left(keeping: fields)
             owner.streamLeft(follower)
         }
 
-        var states: AnyPublisher<LiveState, Never> { follower.source.states }
         var triggers: [String] { SharedLiveView.triggerNames }
 
         func activate(_ trigger: String, arguments: [String: String]) throws(ControlError) {

@@ -49,6 +49,7 @@ extension OpenAPIDocument {
                 status: 400, code: "bad_request", when: "`\(definition.parameter)` is longer than \(SearchView.maximumQueryLength) characters"))
         }
         parameters += resource.routing.parameters.map { Self.parameter($0) }
+        parameters.append(Self.fieldsParameter(resource.routing.fields))
         for header in configuration.upstreams[resource.upstream]?.forward ?? [] {
             parameters.append(OpenAPI.Parameter(
                 name: header, location: .header,
@@ -114,10 +115,36 @@ extension OpenAPIDocument {
                 headers: Self.staleHeaders(resource))],
             errors: errors + [
                 OpenAPI.ErrorCase(status: 400, code: "invalid_parameter", when: "`updates` is neither `snapshot` nor `patch`"),
+                Self.fieldsError,
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "an event stream asked for at `sse.maxSubscribers` streams"),
             ] + accessErrors([configuration.access(of: name)], streams: true),
             security: bearerSecurity([configuration.access(of: name)]))
     }
+
+    /// `fields`: the members kept of each element (``FieldSelection``), within what the
+    /// resource serves (`served`); on `GET /events`, prefixed with the resource's name.
+    static func fieldsParameter(_ served: FieldSelection, prefix: String = "", subscription: String = "") -> OpenAPI.Parameter {
+        let within = served.keepsEverything ? "" : " The resource serves only `\(served.names.joined(separator: ","))`: other names are absent."
+        return OpenAPI.Parameter(
+            name: prefix + FieldSelection.parameter, location: .query,
+            description: "The members to keep of each element, comma-separated, in the element's own order: `id,name`; a dotted name "
+                + "keeps one member inside its parent object (`owner.login`). A failed item's `error` is always kept. The kept "
+                + "document is the answer: its `ETag`, its stream versions and patches; a stream whose kept members did not change "
+                + "gets no event. At most \(FieldSelection.maximumNames) names of at most \(FieldSelection.maximumNameBytes) bytes.\(within)\(subscription)",
+            schema: .object([("type", .string("string")), ("pattern", .string(Self.fieldsPattern))]))
+    }
+
+    /// What a `fields` list looks like: 1 to 64 names, none empty, nor empty between dots. (The
+    /// 128-byte bound of a name is in bytes, which a pattern cannot count: the description says it.)
+    static var fieldsPattern: String {
+        let name = #"[^,.]+(\.[^,.]+)*"#
+        return "^\(name)(,\(name)){0,\(FieldSelection.maximumNames - 1)}$"
+    }
+
+    /// The 400 of a `fields` list the service refuses.
+    static let fieldsError = OpenAPI.ErrorCase(
+        status: 400, code: "invalid_parameter",
+        when: "`fields` has an empty name, more than \(FieldSelection.maximumNames) names or a name over \(FieldSelection.maximumNameBytes) bytes")
 
     /// `updates`: whether an event stream sends each new document whole or as a patch
     /// (``EventUpdates``); `matching` says how its arrays' items are matched.
@@ -290,6 +317,7 @@ extension OpenAPIDocument {
                 parameter.required = false
                 parameters.append(parameter)
             }
+            parameters.append(Self.fieldsParameter(configuration.resources[name]!.routing.fields, prefix: "\(name).", subscription: subscription))
         }
         parameters.append(Self.updatesParameter("For every resource of the stream, each patched as on its own stream."))
         parameters.append(OpenAPI.Parameter(

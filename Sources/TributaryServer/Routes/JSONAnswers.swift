@@ -18,12 +18,16 @@ import OpenCombine
 ///   instead, when it was fetched no longer ago than `staleIfError`, with `Age` and
 ///   `Tributary-Stale: <error code>`.
 ///
+/// - **Projected fields** (`fields`): the requests of one run may keep different members of its
+///   document (``FieldSelection``); each distinct selection is projected once per run, and its
+///   requests get that projection, with its own `ETag`. The fields are not part of the run's key.
+///
 /// Runs are per worker, not per process: a run's pipeline, its upstream connections and its
 /// waiting requests all belong to one event loop, so sharing them across workers would mean
 /// handing requests between threads. With W workers, at most W runs of one URL are in flight.
 ///
 /// ```swift
-/// answers.answer(request, key: asked.key) { resource.results(for: query) }
+/// answers.answer(request, key: asked.key, keeping: asked.fields) { resource.results(for: query) }
 /// ```
 final class JSONAnswers {
     let resource: String
@@ -42,13 +46,16 @@ final class JSONAnswers {
     }
 
     /// Answers `request` with the document of `key` (the resource, the parameter values that
-    /// shape the document, a search's query among them, and whose it is). `fetch` makes the
-    /// pipeline, and is called only when the request starts a run, not when it joins one.
-    func answer<Fetch: Publisher<JSON, ResourceError>>(_ request: ServerRequest, key: SharingKey, fetch: () -> Fetch) {
-        if settings.coalesce, let run = runs[key] { return join(request, run) }
+    /// shape the document, a search's query among them, and whose it is), as `fields` show it.
+    /// `fetch` makes the pipeline, and is called only when the request starts a run, not when
+    /// it joins one.
+    func answer<Fetch: Publisher<JSON, ResourceError>>(
+        _ request: ServerRequest, key: SharingKey, keeping fields: FieldSelection = .everything, fetch: () -> Fetch
+    ) {
+        if settings.coalesce, let run = runs[key] { return join(request, fields, run) }
         let run = Run(key: key, answers: self)
         if settings.coalesce { runs[key] = run }
-        join(request, run)
+        join(request, fields, run)
         fetch().subscribe(run)
     }
 
@@ -64,7 +71,8 @@ final class JSONAnswers {
         let key: SharingKey
         /// Who answers the waiting requests; held until the run ends.
         private var answers: JSONAnswers?
-        var waiting: [ServerRequest] = []
+        /// The requests waiting, each with the fields it keeps.
+        var waiting: [(request: ServerRequest, fields: FieldSelection)] = []
         /// The pipeline's subscription, until the run ends.
         private var subscription: (any Subscription)?
         /// Whether the run ended (answered, failed or left): it holds its answers until then.
@@ -83,7 +91,7 @@ final class JSONAnswers {
         }
 
         func receive(_ document: JSON) -> Subscribers.Demand {
-            answers?.finish(self, with: .success(Snapshot(document)))
+            answers?.finish(self, with: .success(document))
             return .none
         }
 
@@ -101,39 +109,66 @@ final class JSONAnswers {
         }
     }
 
-    private func join(_ request: ServerRequest, _ run: Run) {
-        run.waiting.append(request)
+    private func join(_ request: ServerRequest, _ fields: FieldSelection, _ run: Run) {
+        run.waiting.append((request, fields))
         request.onDisconnect = { [weak self, unowned request] in self?.leave(run, request) }
     }
 
     /// A client went away: it leaves the run; the last one cancels it.
     private func leave(_ run: Run, _ request: ServerRequest) {
-        run.waiting.removeAll { $0 === request }
+        run.waiting.removeAll { $0.request === request }
         guard run.waiting.isEmpty, !run.isFinished else { return }
         forget(run)
         run.end(cancelling: true)
     }
 
     /// The run ended: every request in it gets its answer, and a later request starts anew.
-    private func finish(_ run: Run, with result: Result<Snapshot, ResourceError>) {
+    private func finish(_ run: Run, with result: Result<JSON, ResourceError>) {
         guard !run.isFinished else { return }
         forget(run)
         run.end(cancelling: false)
         let waiting = run.waiting
         run.waiting = []
         switch result {
-        case .success(let snapshot):
+        case .success(let document):
+            let snapshot = Snapshot(document)
             if settings.staleIfError != nil { staleSnapshots.keep(snapshot, for: run.key) }
-            for request in waiting { request.respond(with: snapshot, privately: privately) }
+            var projections = Projections(whole: snapshot, document: document)
+            for (request, fields) in waiting { request.respond(with: projections.snapshot(keeping: fields), privately: privately) }
         case .failure(let error):
             if let maximumAge = settings.staleIfError,
                let kept = staleSnapshots.latest(for: run.key, notOlderThan: maximumAge) {
                 let age = ContinuousClock.now - kept.fetchedAt
                 let headers = [("Age", String(age.components.seconds)), ("Tributary-Stale", error.code.rawValue)]
-                for request in waiting { request.respond(with: kept.snapshot, privately: privately, headers: headers) }
+                var projections = Projections(whole: kept.snapshot, document: nil)
+                for (request, fields) in waiting {
+                    request.respond(with: projections.snapshot(keeping: fields), privately: privately, headers: headers)
+                }
             } else {
-                for request in waiting { request.respond(error) }
+                for (request, _) in waiting { request.respond(error) }
             }
+        }
+    }
+
+    /// One run's document as each selection of fields among its requests shows it, each
+    /// projected once.
+    private struct Projections {
+        let whole: Snapshot
+        /// The document parsed, when the run has it (a stale one is parsed again if projected).
+        let document: JSON?
+        private var made: [FieldSelection: Snapshot] = [:]
+
+        init(whole: Snapshot, document: JSON?) {
+            self.whole = whole
+            self.document = document
+        }
+
+        mutating func snapshot(keeping fields: FieldSelection) -> Snapshot {
+            guard !fields.keepsEverything else { return whole }
+            if let snapshot = made[fields] { return snapshot }
+            let snapshot = document.map { Snapshot(fields.projecting($0)) } ?? fields.projecting(whole)
+            made[fields] = snapshot
+            return snapshot
         }
     }
 

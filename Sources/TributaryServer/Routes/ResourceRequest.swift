@@ -3,12 +3,14 @@ import HTTPCore
 import HTTPServer
 
 /// What one request asks of a resource: its parameter values, who asks (the ``Caller``: an
-/// identity and the headers forwarded for it), and the ``SharingKey`` everything shared for it
-/// is kept under.
+/// identity and the headers forwarded for it), the ``SharingKey`` everything shared for it
+/// is kept under, and the members it keeps of each element (`fields`). The fields are not part
+/// of the key: one pipeline or run serves every projection of its document.
 struct ResourceRequest: Sendable {
     let parameters: ParameterValues
     let caller: Caller
     let key: SharingKey
+    var fields: FieldSelection
 }
 
 /// Reads ``ResourceRequest``s of one resource on one worker: its parameters from the route's
@@ -28,6 +30,8 @@ struct ResourceRequestReader {
     private let identities: RecentIdentities
     /// What every request asks of a resource without parameters or identity, made once.
     private let everyone: ResourceRequest
+    /// `resources.NAME.fields`: what a client's `fields` narrows.
+    private let servedFields: FieldSelection
 
     init(resource: String, routing: Configuration.Routing, forwarding: [String], authRequired: Bool = false, hasher: IdentityHasher) throws {
         self.resource = resource
@@ -36,7 +40,8 @@ struct ResourceRequestReader {
         forwardedHeaderNames = forwarding
         self.authRequired = authRequired
         identities = RecentIdentities(hasher: hasher)
-        everyone = ResourceRequest(parameters: .none, caller: .anonymous, key: .publicDocument(of: resource))
+        servedFields = routing.fields
+        everyone = ResourceRequest(parameters: .none, caller: .anonymous, key: .publicDocument(of: resource), fields: routing.fields)
     }
 
     /// Whether its documents depend on who asks: its upstream forwards client headers, or it
@@ -50,29 +55,55 @@ struct ResourceRequestReader {
     /// `GET <route>`: the path parameters the router matched, the declared query parameters,
     /// for the holder of `credential` (the request's verified token, if any).
     func read(_ request: ServerRequest, as credential: Credential? = nil) -> Result<ResourceRequest, HTTPError> {
+        // Most requests have no query at all: nothing to read but what the route matched.
+        let query = request.query == nil ? [:] : request.queryParameters
         guard !validator.isEmpty else {
-            return .success(isPerIdentity ? resourceRequest(with: .none, from: request, as: credential) : everyone)
+            return fields(query[FieldSelection.parameter]).map { fields in
+                guard isPerIdentity else {
+                    var asked = everyone
+                    asked.fields = fields
+                    return asked
+                }
+                return resourceRequest(with: .none, from: request, as: credential, keeping: fields)
+            }
         }
         var given = request.parameters
         if !queryParameters.isEmpty {
-            for (name, value) in request.queryParameters where queryParameters.contains(name) { given[name] = value }
+            for (name, value) in query where queryParameters.contains(name) { given[name] = value }
         }
+        if let fields = query[FieldSelection.parameter] { given[FieldSelection.parameter] = fields }
         return read(request, given: given, as: credential)
     }
 
     /// The resource's parameters given by name (on `GET /events`, those prefixed with its name),
-    /// path and query parameters alike, for `request`'s caller.
+    /// path and query parameters alike, and its `fields`, for `request`'s caller.
     func read(_ request: ServerRequest, given: [String: String], as credential: Credential? = nil) -> Result<ResourceRequest, HTTPError> {
-        switch validator.values(from: given) {
-        case .success(let values): .success(resourceRequest(with: values, from: request, as: credential))
-        case .failure(let error): .failure(HTTPError(status: 400, code: error.code.rawValue, message: error.message))
+        fields(given[FieldSelection.parameter]).flatMap { fields in
+            switch validator.values(from: given) {
+            case .success(let values): .success(resourceRequest(with: values, from: request, as: credential, keeping: fields))
+            case .failure(let error): .failure(HTTPError(status: 400, code: error.code.rawValue, message: error.message))
+            }
         }
     }
 
-    private func resourceRequest(with parameters: ParameterValues, from request: ServerRequest, as credential: Credential?) -> ResourceRequest {
+    /// The members a request keeps: those of its `fields` (nil: not given) that the resource
+    /// serves, or 400 `invalid_parameter` naming `fields`.
+    private func fields(_ given: String?) -> Result<FieldSelection, HTTPError> {
+        guard let given else { return .success(servedFields) }
+        do {
+            return .success(servedFields.intersection(try FieldSelection(parsing: given)))
+        } catch {
+            return .failure(HTTPError(status: 400, code: ParameterError.Code.invalidParameter.rawValue, message: "parameter fields \(error.problem)"))
+        }
+    }
+
+    private func resourceRequest(
+        with parameters: ParameterValues, from request: ServerRequest, as credential: Credential?, keeping fields: FieldSelection
+    ) -> ResourceRequest {
         let caller = caller(of: request, as: credential)
         return ResourceRequest(
-            parameters: parameters, caller: caller, key: SharingKey(resource: resource, parameters: parameters, identity: caller.identity))
+            parameters: parameters, caller: caller, key: SharingKey(resource: resource, parameters: parameters, identity: caller.identity),
+            fields: fields)
     }
 
     /// Who `request` is for its resource: its token's subject and the forwarded headers it

@@ -31,9 +31,9 @@ protocol ServedKind {
 /// The endpoints of one resource named `name`, served at its `route` (`/<name>` unless
 /// configured, e.g. `/teams/{team}/groups`), whatever its kind:
 ///
-/// - `GET <route>`: admitted by its ``ResourceDoor``, its parameters read and checked (400
-///   `missing_parameter` or `invalid_parameter`, naming the parameter, before anything is
-///   fetched or subscribed); then with `Accept: text/event-stream` a live stream of the
+/// - `GET <route>`: admitted by its ``ResourceDoor``, its parameters and `fields` read and
+///   checked (400 `missing_parameter` or `invalid_parameter`, naming the parameter, before
+///   anything is fetched or subscribed); then with `Accept: text/event-stream` a live stream of the
 ///   kind's view, else the kind's document as JSON (``JSONAnswers``: requests asking the same
 ///   at the same time share one run, whose upstream calls carry the trace of the request that
 ///   started it; the last of them to disconnect cancels it and every call in flight).
@@ -88,8 +88,9 @@ final class ResourceRoutes<Kind: ServedKind> {
     private func serve(_ request: ServerRequest, as credential: Credential?) {
         if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews, credential: credential) }
         if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
-        switch requests.read(request, as: credential).flatMap({ kind.asking($0, of: request, given: nil) }) {
-        case .success(let asked): answers.answer(request, key: kind.key(of: asked)) { kind.document(for: asked, trace: request.traceContext) }
+        switch requests.read(request, as: credential).flatMap({ read in kind.asking(read, of: request, given: nil).map { (read.fields, $0) } }) {
+        case .success(let (fields, asked)):
+            answers.answer(request, key: kind.key(of: asked), keeping: fields) { kind.document(for: asked, trace: request.traceContext) }
         case .failure(let error): request.respond(error)
         }
     }

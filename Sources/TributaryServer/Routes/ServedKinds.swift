@@ -85,7 +85,7 @@ struct PagesKind: ServedKind {
     }
 
     func view(for asked: ResourceRequest, of request: ServerRequest, opener: StreamOpener) -> Result<any LiveViewModel, HTTPError> {
-        .success(RowsView(resource(for: asked), argument: settings.loadMoreArgument, trace: request.traceContext))
+        .success(RowsView(resource(for: asked), argument: settings.loadMoreArgument, trace: request.traceContext).keeping(asked.fields))
     }
 
     private func resource(for asked: ResourceRequest) -> PagedListResource {
@@ -131,7 +131,8 @@ struct SearchKind: ServedKind {
     func view(
         for asked: (request: ResourceRequest, query: String), of request: ServerRequest, opener: StreamOpener
     ) -> Result<any LiveViewModel, HTTPError> {
-        .success(SearchView(resource(for: asked.request), initialQuery: asked.query, scheduler: scheduler, trace: request.traceContext))
+        .success(SearchView(resource(for: asked.request), initialQuery: asked.query, scheduler: scheduler, trace: request.traceContext)
+            .keeping(asked.request.fields))
     }
 
     private func resource(for asked: ResourceRequest) -> SearchResource {
