@@ -268,7 +268,10 @@ public final class Worker {
         let list = ListResource(
             name: name, upstream: upstream, definition: settings.definition, parameters: pipeline.request.parameters,
             caller: pipeline.request.caller, sharing: detailSharing(of: name, pipeline.definition))
-        let local = LiveResource(name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:))
+        let window = configuration.sse.progressiveWindow
+        let local = LiveResource(
+            name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:),
+            firstDocument: { [loop] trace in list.progressiveSnapshot(trace: trace, loop: loop, window: window) })
         guard let cluster = shares.cluster else { return local }
         return cluster.agent.value.adopt(local, key: pipeline.key, maximumDocumentBytes: pipeline.definition.upstream.policy.maxResponseBytes)
     }

@@ -285,7 +285,7 @@ struct OpenAPIDocumentTests {
         #expect(resource?.at("schema", "maxItems") == .integer(16))
         #expect(resource?.at("schema", "uniqueItems") == .bool(true))
         #expect(operation?["parameters"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == [
-            "resource", "feeds.fields", "groups.fields", "rows.fields", "search.term", "search.fields", "updates", "Last-Event-ID",
+            "resource", "feeds.fields", "groups.fields", "rows.fields", "search.term", "search.fields", "updates", "progressive", "Last-Event-ID",
         ])
         #expect(Self.parameter(operation, "search.term")?.at("schema", "maxLength") == .integer(SearchView.maximumQueryLength))
     }

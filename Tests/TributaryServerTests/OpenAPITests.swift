@@ -72,7 +72,7 @@ struct OpenAPITests {
         #expect(Self.at(resource, "schema", "items", "enum") as? [String] == ["groups", "lookup", "mygroups", "rows", "search", "teamgroups", "teams"])
         #expect(Self.at(resource, "schema", "maxItems") as? Int == 16)
         #expect(Set(Self.parameters(events).compactMap { $0["name"] as? String }) == [
-            "resource", "lookup.term", "search.q", "teamgroups.team", "teamgroups.status", "updates", "Last-Event-ID",
+            "resource", "lookup.term", "search.q", "teamgroups.team", "teamgroups.status", "updates", "progressive", "Last-Event-ID",
             "groups.fields", "lookup.fields", "mygroups.fields", "rows.fields", "search.fields", "teamgroups.fields", "teams.fields",
         ])
 

@@ -192,6 +192,6 @@ extension FieldSelection {
     /// `state` as these fields show it: its snapshot projected; its error and inputs as they are.
     public func projecting(_ state: LiveState, always: [String] = ["error"]) -> LiveState {
         guard !keepsEverything, let snapshot = state.snapshot else { return state }
-        return LiveState(snapshot: projecting(snapshot, always: always), error: state.error, inputs: state.inputs)
+        return LiveState(snapshot: projecting(snapshot, always: always), error: state.error, inputs: state.inputs, pending: state.pending)
     }
 }

@@ -22,6 +22,12 @@ import Rivers
 ///
 /// No one request causes a refresh, so each refresh is a trace of its own: `snapshot` is
 /// given a new ``TraceContext`` every time.
+///
+/// With `firstDocument` (a list's ``ListResource/progressiveSnapshot(trace:loop:window:)``),
+/// the refreshes until the pipeline has a complete document are progressive: their partial
+/// documents are states marked ``LiveState/pending``, which only `progressive=true` streams
+/// show. Once it has one, refreshes run `snapshot` as before; a pipeline that stops and
+/// starts again begins progressive again.
 public final class LiveResource {
     public let name: String
     public let refreshInterval: Duration
@@ -30,19 +36,33 @@ public final class LiveResource {
     /// The shared states; subscribing starts the pipeline, the last cancel stops it.
     public let states: AnyPublisher<LiveState, Never>
 
-    public init(name: String, refreshInterval: Duration, loop: EventLoop, snapshot: @escaping (TraceContext) -> AnyPublisher<JSON, ResourceError>) {
+    public init(
+        name: String, refreshInterval: Duration, loop: EventLoop, snapshot: @escaping (TraceContext) -> AnyPublisher<JSON, ResourceError>,
+        firstDocument: ((TraceContext) -> AnyPublisher<DocumentProgress, ResourceError>)? = nil
+    ) {
         self.name = name
         self.refreshInterval = refreshInterval
         let refreshes = self.refreshes
         timer = LoopTimer(loop: loop) { refreshes.activate(for: Refresh.now) }
         let timer = self.timer
         let running = Meter(label: "tributary_live_pipelines", dimensions: [("resource", name)])
+        let first = FirstDocumentState()
         states = Publishers.PublishAndRepeat(onOutputFrom: refreshes.signal(activatedBy: Refresh.now)) {
-            snapshot(TraceContext()).asResult()
+            () -> AnyPublisher<Result<DocumentProgress, ResourceError>, Never> in
+            if !first.isComplete, let firstDocument { return firstDocument(TraceContext()).asResult().eraseToAnyPublisher() }
+            return snapshot(TraceContext()).map { DocumentProgress(document: $0, isComplete: true) }.asResult().eraseToAnyPublisher()
         }
         .handleEvents(
-            receiveSubscription: { _ in running.increment() },
-            receiveOutput: { _ in timer.schedule(after: refreshInterval) },
+            receiveSubscription: { _ in
+                first.isComplete = false
+                running.increment()
+            },
+            receiveOutput: { result in
+                // A partial document is not the end of a refresh: the next counts from the complete one.
+                if case .success(let progress) = result, !progress.isComplete { return }
+                if case .success = result { first.isComplete = true }
+                timer.schedule(after: refreshInterval)
+            },
             receiveCancel: {
                 timer.cancel()
                 running.decrement()
@@ -61,4 +81,10 @@ public final class LiveResource {
     private enum Refresh: Hashable {
         case now
     }
+}
+
+/// Whether a running pipeline has had a complete document (its refreshes are then whole
+/// snapshots). Loop-confined, as the pipeline is.
+private final class FirstDocumentState {
+    var isComplete = false
 }

@@ -45,18 +45,31 @@ public struct LiveState: Sendable, Equatable {
     /// its new value from a late answer to the old one (`GET /events` sends them with each
     /// snapshot and error).
     public var inputs: [String: String]
+    /// Whether ``snapshot`` is a progressive first document still waiting for some details
+    /// (its items marked pending): only streams that asked for `progressive=true` show it.
+    public var pending: Bool
 
-    public init(snapshot: Snapshot? = nil, error: ResourceError? = nil, inputs: [String: String] = [:]) {
+    public init(snapshot: Snapshot? = nil, error: ResourceError? = nil, inputs: [String: String] = [:], pending: Bool = false) {
         self.snapshot = snapshot
         self.error = error
         self.inputs = inputs
+        self.pending = pending
     }
 
     /// The state after a refresh for `inputs` ended with `result`.
     public func applying(_ result: Result<JSON, ResourceError>, inputs: [String: String] = [:]) -> LiveState {
         switch result {
         case .success(let document): LiveState(snapshot: Snapshot(document), error: nil, inputs: inputs)
-        case .failure(let error): LiveState(snapshot: snapshot, error: error, inputs: inputs)
+        case .failure(let error): LiveState(snapshot: snapshot, error: error, inputs: inputs, pending: pending)
+        }
+    }
+
+    /// The state after a progressive first document went on (`result`: a partial or the
+    /// complete document) or failed.
+    public func applying(_ result: Result<DocumentProgress, ResourceError>) -> LiveState {
+        switch result {
+        case .success(let progress): LiveState(snapshot: Snapshot(progress.document), pending: !progress.isComplete)
+        case .failure(let error): LiveState(snapshot: snapshot, error: error, pending: pending)
         }
     }
 }

@@ -18,11 +18,17 @@ extension ListResource {
     /// the resource's call context when it has `details.batchWindow`, else of a loader of the
     /// snapshot's own. Cancelling withdraws the ids still awaited.
     func batchedSnapshotPublisher(trace: TraceContext) -> OneResultPublisher<JSON, ResourceError> {
-        OneResultPublisher { [self] finish in
-            let fanOut = BatchedFanOut(resource: self, trace: trace, onResult: finish)
-            fanOut.start()
-            return fanOut
-        }
+        OneResultPublisher { [self] finish in startBatchedFanOut(trace: trace, progress: nil, onResult: finish) }
+    }
+
+    /// Starts the fan-out of one batched snapshot, which tells `progress` (if any) of its
+    /// partial documents as its batches come in, and `onResult` of its one result.
+    func startBatchedFanOut(
+        trace: TraceContext, progress: FirstDocumentProgress?, onResult: @escaping (Result<JSON, ResourceError>) -> Void
+    ) -> any Cancellable {
+        let fanOut = BatchedFanOut(resource: self, trace: trace, progress: progress, onResult: onResult)
+        fanOut.start()
+        return fanOut
     }
 
     /// The loader a snapshot asks for its ids: the worker's open one for this call context,
@@ -39,6 +45,8 @@ extension ListResource {
 private final class BatchedFanOut: Cancellable, DetailWaiter {
     let resource: ListResource
     let trace: TraceContext
+    /// Told of the partial documents of a progressive first document.
+    private let progress: FirstDocumentProgress?
     /// Nil once the result was delivered or the snapshot cancelled.
     private var onResult: ((Result<JSON, ResourceError>) -> Void)?
     private var listFetch: BatchedListFetch?
@@ -53,9 +61,12 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
     private var awaitedCount = 0
     private var loader: DetailBatchLoader?
 
-    init(resource: ListResource, trace: TraceContext, onResult: @escaping (Result<JSON, ResourceError>) -> Void) {
+    init(
+        resource: ListResource, trace: TraceContext, progress: FirstDocumentProgress?, onResult: @escaping (Result<JSON, ResourceError>) -> Void
+    ) {
         self.resource = resource
         self.trace = trace
+        self.progress = progress
         self.onResult = onResult
     }
 
@@ -67,6 +78,7 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
 
     func cancel() {
         onResult = nil
+        progress?.stop()
         stop()
     }
 
@@ -126,6 +138,12 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
             loader.ask(asked, for: self, trace: trace)
         }
         finishIfSettled()
+        if onResult != nil { progress?.listed { [unowned self] in partialDocument } }
+    }
+
+    /// The document so far, each item still waiting for its details marked.
+    private var partialDocument: JSON {
+        merged.partialDocument(listed: items, marker: resource.definition.pendingMember)
     }
 
     private static func firstIndex(_ index: inout Int) -> Int { index }
@@ -144,6 +162,7 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
             index = nextOfSameID[index]
         }
         finishIfSettled()
+        if onResult != nil { progress?.settled { [weak self] in self?.partialDocument } }
     }
 
     /// `item` merged with its `details` from a batch answer.
@@ -175,6 +194,7 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
     private func finish(_ result: Result<JSON, ResourceError>) {
         guard let onResult else { return }
         self.onResult = nil
+        progress?.stop()
         stop()
         onResult(result)
     }

@@ -16,11 +16,17 @@ extension ListResource {
     /// Emits one document and finishes, or fails with the list's error (or an item's, under
     /// ``ItemFailurePolicy/fail``). Cancelling cancels every call in flight. Loop-confined.
     func snapshotPublisher(trace: TraceContext) -> OneResultPublisher<JSON, ResourceError> {
-        OneResultPublisher { [self] finish in
-            let fanOut = ListFanOut(resource: self, trace: trace, onResult: finish)
-            fanOut.start()
-            return fanOut
-        }
+        OneResultPublisher { [self] finish in startFanOut(trace: trace, progress: nil, onResult: finish) }
+    }
+
+    /// Starts the fan-out of one snapshot, which tells `progress` (if any) of its partial
+    /// documents as its items settle, and `onResult` of its one result.
+    func startFanOut(
+        trace: TraceContext, progress: FirstDocumentProgress?, onResult: @escaping (Result<JSON, ResourceError>) -> Void
+    ) -> any Cancellable {
+        let fanOut = ListFanOut(resource: self, trace: trace, progress: progress, onResult: onResult)
+        fanOut.start()
+        return fanOut
     }
 }
 
@@ -30,6 +36,8 @@ extension ListResource {
 private final class ListFanOut: Cancellable {
     fileprivate let resource: ListResource
     fileprivate let trace: TraceContext
+    /// Told of the partial documents of a progressive first document.
+    private let progress: FirstDocumentProgress?
     /// Nil once the result was delivered or the snapshot cancelled: late completions are ignored.
     private var onResult: ((Result<JSON, ResourceError>) -> Void)?
     private var listFetch: ListFetch?
@@ -42,9 +50,12 @@ private final class ListFanOut: Cancellable {
     private var inFlight = 0
     private var isStarting = false
 
-    init(resource: ListResource, trace: TraceContext, onResult: @escaping (Result<JSON, ResourceError>) -> Void) {
+    init(
+        resource: ListResource, trace: TraceContext, progress: FirstDocumentProgress?, onResult: @escaping (Result<JSON, ResourceError>) -> Void
+    ) {
         self.resource = resource
         self.trace = trace
+        self.progress = progress
         self.onResult = onResult
     }
 
@@ -64,6 +75,7 @@ private final class ListFanOut: Cancellable {
 
     func cancel() {
         onResult = nil
+        progress?.stop()
         cancelFetches()
     }
 
@@ -81,6 +93,12 @@ private final class ListFanOut: Cancellable {
         merged = MergedItems(count: items.count)
         fetches = Array(repeating: nil, count: items.count)
         startDetails()
+        if onResult != nil { progress?.listed { [unowned self] in partialDocument } }
+    }
+
+    /// The document so far, each item still waiting for its details marked.
+    private var partialDocument: JSON {
+        merged.partialDocument(listed: items, marker: resource.definition.pendingMember)
     }
 
     /// Starts detail fetches up to the concurrency limit, then finishes once all have ended.
@@ -133,6 +151,7 @@ private final class ListFanOut: Cancellable {
         if let failure = merged.settle(index, consume result, item: items[index], policy: resource.definition.onItemFailure) {
             return finish(.failure(failure))
         }
+        progress?.settled { [weak self] in self?.partialDocument }
         startDetails()
     }
 
@@ -141,6 +160,7 @@ private final class ListFanOut: Cancellable {
     private func finish(_ result: Result<JSON, ResourceError>) {
         guard let onResult else { return }
         self.onResult = nil
+        progress?.stop()
         cancelFetches()
         onResult(result)
     }

@@ -45,11 +45,14 @@ public final class ListResource {
         public var cacheFor: Duration
         /// The bytes the process's ``DetailCache`` of the resource may hold.
         public var cacheBytes: Int
+        /// The member that marks an item still waiting for its details in a progressive first
+        /// document (``progressiveSnapshot(trace:loop:window:)``), `"pending": true`.
+        public var pendingMember: String
 
         public init(
             listPath: UpstreamPath, itemsAt: JSONPath, idMember: String, detailPath: UpstreamPath?, detailAt: JSONPath,
             concurrency: Int, onItemFailure: ItemFailurePolicy, batch: DetailBatch? = nil, batchWindow: Duration = .zero,
-            cacheFor: Duration = .zero, cacheBytes: Int = 32 * 1024 * 1024
+            cacheFor: Duration = .zero, cacheBytes: Int = 32 * 1024 * 1024, pendingMember: String = "pending"
         ) {
             self.listPath = listPath
             self.itemsAt = itemsAt
@@ -62,6 +65,7 @@ public final class ListResource {
             self.batchWindow = batchWindow
             self.cacheFor = cacheFor
             self.cacheBytes = cacheBytes
+            self.pendingMember = pendingMember
         }
     }
 
@@ -248,6 +252,13 @@ public final class ListResource {
     }
 
     /// `item` with an `error` member describing why its details are missing.
+    /// `item` as a progressive first document shows it before its details came: its listed
+    /// members and `marker: true`.
+    static func pending(_ item: JSON, marker: String) -> JSON {
+        guard let members = item.objectValue else { return .object([("item", item), (marker, .bool(true))]) }
+        return .object(members.filter { $0.key != marker } + [(marker, .bool(true))])
+    }
+
     static func marked(_ item: JSON, with error: ResourceError) -> JSON {
         let description = JSON.object([("code", .string(error.code.rawValue)), ("message", .string(error.message))])
         guard let members = item.objectValue else { return .object([("item", item), ("error", description)]) }

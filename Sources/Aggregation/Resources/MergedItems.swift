@@ -44,6 +44,23 @@ struct MergedItems {
         return nil
     }
 
+    /// The answer so far, for a progressive first document: the settled items as in
+    /// ``document``, and each item still waiting as `listed` has it, marked
+    /// (``ListResource/pending(_:marker:)``).
+    func partialDocument(listed: [JSON], marker: String) -> JSON {
+        let left = Set(dropped)
+        var items: [JSON] = []
+        items.reserveCapacity(merged.count - left.count)
+        for index in merged.indices where !left.contains(index) {
+            if case .null = merged[index] {
+                items.append(ListResource.pending(listed[index], marker: marker))
+            } else {
+                items.append(merged[index])
+            }
+        }
+        return .array(items)
+    }
+
     /// The answer: the settled items in list order, without those dropped.
     var document: JSON {
         guard !dropped.isEmpty else { return .array(merged) }

@@ -121,8 +121,9 @@ final class FleetLiveResource: LiveSource {
         pipeline = local.states.sink { [unowned self] state in
             shownAt = max(WallClock.milliseconds(), shownAt.addingSaturated(1))
             // The fleet first: the other replicas' subscribers wait on Redis's round trip,
-            // this replica's own on nothing but the loop.
-            publish(state, producedAt: shownAt)
+            // this replica's own on nothing but the loop. A progressive first document's
+            // partial states stay here: the fleet gets documents whole.
+            if !state.pending { publish(state, producedAt: shownAt) }
             latest.send(state)
         }
     }
@@ -134,7 +135,7 @@ final class FleetLiveResource: LiveSource {
     /// Publishes the state the running pipeline last made, when leading: on taking the lease,
     /// and when the lease was overwritten under a publish, which it fenced off, and is back.
     func republishLatest() {
-        if pipeline != nil, let state = latest.value { publish(state, producedAt: shownAt) }
+        if pipeline != nil, let state = latest.value, !state.pending { publish(state, producedAt: shownAt) }
     }
 
     /// Sends a state of the local pipeline to the fleet, when leading.

@@ -83,6 +83,8 @@ public struct Configuration: Sendable {
         /// reading can hold, beyond the one event waiting for it.
         public var sendBuffer = 64 * 1024
         public var maxSubscribers = 10_000
+        /// A progressive first document's window: arrivals within it go as one event.
+        public var progressiveWindow: Duration = .milliseconds(25)
 
         public init() {}
     }

@@ -155,6 +155,8 @@ extension Configuration.EventStreams: SettingsSection {
         Field("retry", \.retry, .duration(.zero ... .seconds(86_400)), "reconnection delay sent in `retry:`"),
         Field("sendBuffer", \.sendBuffer, .whole(4096...1 << 26), "socket send buffer of each event stream, in bytes"),
         Field("maxSubscribers", \.maxSubscribers, .whole(1...1_000_000), "live streams per worker; beyond, 503"),
+        Field("progressiveWindow", \.progressiveWindow, .duration(.zero ... .seconds(10)),
+              "a `progressive=true` stream's first document: details that arrive within this window of each other go out as one event"),
     ]
 }
 
@@ -359,6 +361,8 @@ extension Configuration.ListSettings: SettingsSection {
               "live streams refresh this long after the previous refresh ended"),
         Field("onItemFailure", \.definition.onItemFailure, .choice(ListResource.ItemFailurePolicy.self),
               "`mark` (keep the item with an `error` member), `drop`, or `fail`"),
+        Field("pendingMember", \.definition.pendingMember, .nonEmptyText("expected a member name"),
+              "in a `progressive=true` stream's first document, the member (`true`) that marks an item still waiting for its details; kept whatever `fields` asks"),
         Field("maxLivePipelines", \.maxLivePipelines, .whole(1...1_000_000),
               "shared live pipelines of the resource at once in the process, one per combination of parameter values and identity; a stream that needs one more gets 503 `too_many_pipelines`. A pipeline is released when its last stream leaves"),
     ]

@@ -39,7 +39,10 @@ final class WorkerPipelines {
                 projections[fields]?.streams += 1
                 return projection.states
             }
-            let states = source.states.map { fields.projecting($0) }.removeDuplicates().shareLatest().eraseToAnyPublisher()
+            // A failed item's error, and the marker of one still pending, whatever is asked.
+            var always = ["error"]
+            if case .list(let settings) = pipeline.definition.resource { always.append(settings.definition.pendingMember) }
+            let states = source.states.map { fields.projecting($0, always: always) }.removeDuplicates().shareLatest().eraseToAnyPublisher()
             projections[fields] = (states, 1)
             return states
         }

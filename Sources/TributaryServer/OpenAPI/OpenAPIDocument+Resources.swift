@@ -79,6 +79,10 @@ extension OpenAPIDocument {
             }
         }
         let matched = diff.itemIDs.map { "`\($0)`" }.joined(separator: ", then ")
+        if case .list(let settings) = resource {
+            parameters.append(Self.progressiveParameter(
+                "Items still waiting for their details hold their list members and `\"\(settings.definition.pendingMember)\": true`."))
+        }
         parameters.append(Self.updatesParameter(
             "An array whose items all carry an id (\(matched)), none repeated, is patched by it; any other index by index."))
         parameters.append(OpenAPI.Parameter(
@@ -115,10 +119,25 @@ extension OpenAPIDocument {
                 headers: Self.staleHeaders(resource))],
             errors: errors + [
                 OpenAPI.ErrorCase(status: 400, code: "invalid_parameter", when: "`updates` is neither `snapshot` nor `patch`"),
+                OpenAPI.ErrorCase(status: 400, code: "invalid_parameter", when: "`progressive` is neither `true` nor `false`"),
                 Self.fieldsError,
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "an event stream asked for at `sse.maxSubscribers` streams"),
             ] + accessErrors([configuration.access(of: name)], streams: true),
             security: bearerSecurity([configuration.access(of: name)]))
+    }
+
+    /// `progressive`: whether an event stream shows a pipeline's first document as it arrives
+    /// (``ProgressiveDocuments``); `marker` says how a pending item looks.
+    static func progressiveParameter(_ marker: String) -> OpenAPI.Parameter {
+        OpenAPI.Parameter(
+            name: ProgressiveDocuments.parameter, location: .query,
+            description: "For event streams of list resources (a JSON answer is complete either way): `true` sends a live pipeline's "
+                + "first document as soon as the list is known, then the items' details as they arrive (arrivals within "
+                + "`sse.progressiveWindow` as one event, a patch with `updates=patch`), the last event the complete document; "
+                + "`false` (the default) sends only complete documents. An empty value counts as none. \(marker)",
+            schema: .object([
+                ("type", .string("string")), ("enum", .array((ProgressiveDocuments.values + [""]).map(JSON.string))), ("default", .string("false")),
+            ]))
     }
 
     /// `fields`: the members kept of each element (``FieldSelection``), within what the
@@ -320,6 +339,7 @@ extension OpenAPIDocument {
             parameters.append(Self.fieldsParameter(configuration.resources[name]!.routing.fields, prefix: "\(name).", subscription: subscription))
         }
         parameters.append(Self.updatesParameter("For every resource of the stream, each patched as on its own stream."))
+        parameters.append(Self.progressiveParameter("For every list resource of the stream."))
         parameters.append(OpenAPI.Parameter(
             name: "Last-Event-ID", location: .header,
             description: "Reconnecting: the last event's id, `groups:<version>,rows:<version>`; each unchanged document is not sent again.",
@@ -360,7 +380,8 @@ extension OpenAPIDocument {
             errors: [
                 OpenAPI.ErrorCase(status: 400, code: nil,
                                   when: "a resource asked for twice or more than 16, a parameter without a dot, or for a resource not asked for, "
-                                    + "or `updates` neither `snapshot` nor `patch` (`invalid_parameter`)"),
+                                    + "or `updates` neither `snapshot` nor `patch`, `progressive` neither `true` nor `false`, "
+                                    + "a resource's `fields` refused (`invalid_parameter`)"),
                 OpenAPI.ErrorCase(status: 404, code: nil, when: "no resource of that name"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_subscribers", when: "the worker is at `sse.maxSubscribers` streams"),
                 OpenAPI.ErrorCase(status: 503, code: "too_many_pipelines", when: "a resource's parameter values or identity beyond its live pipelines"),

@@ -8,7 +8,8 @@ import HTTPServer
 /// no `resource` (400), more than ``maximumResources`` (400), one asked for twice (400), one
 /// that does not exist (404 `unknown_resource`), a parameter without the `<resource>.` prefix
 /// or for a resource the stream does not carry (400). `updates` is the stream's own, for
-/// every resource (``EventUpdates``; 400 `invalid_parameter` for a value it does not know);
+/// every resource (``EventUpdates``; 400 `invalid_parameter` for a value it does not know), and
+/// so is `progressive` (``ProgressiveDocuments``);
 /// `access_token` is the client's bearer token (``BearerToken``), no resource's.
 struct EventsQuery {
     /// Resources on one stream at most: each is a subscription, and for views of their own
@@ -24,6 +25,8 @@ struct EventsQuery {
     let subscriptions: [Subscription]
     /// Whether every resource's new documents go whole or as patches.
     let updates: EventUpdates
+    /// Whether every resource's first document shows as it arrives (``ProgressiveDocuments``).
+    let progressive: Bool
 
     /// Reads the query's `pairs`; `known` are the resources that exist.
     init(_ pairs: [(name: String, value: String)], known: Set<String>) throws(HTTPError) {
@@ -46,10 +49,15 @@ struct EventsQuery {
             subscriptions.append(Subscription(resource: resource))
         }
         var updates: String?
+        var progressive: String?
         // `access_token` is the bearer token (RFC 6750 §2.3), read by the access gate before this.
         for (name, value) in pairs where name != "resource" && name != BearerToken.queryName {
             if name == EventUpdates.parameter {
                 updates = value
+                continue
+            }
+            if name == ProgressiveDocuments.parameter {
+                progressive = value
                 continue
             }
             // The longest matching name wins, should a resource's name hold a dot itself.
@@ -69,5 +77,6 @@ struct EventsQuery {
         }
         self.subscriptions = subscriptions
         self.updates = try EventUpdates(parameter: updates)
+        self.progressive = try ProgressiveDocuments.asked(progressive)
     }
 }

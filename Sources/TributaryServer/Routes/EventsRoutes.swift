@@ -63,7 +63,10 @@ struct EventsRoutes {
     /// made first (a refused parameter answers, and nothing is subscribed).
     private func open(_ request: ServerRequest, _ query: EventsQuery, as credential: Credential?) {
         let subscriptions = query.subscriptions
-        streams.open(request, count: subscriptions.count, framing: .multiplexed, updates: query.updates, credential: credential) { opener in
+        streams.open(
+            request, count: subscriptions.count, framing: .multiplexed, updates: query.updates, progressive: query.progressive,
+            credential: credential
+        ) { opener in
             var resources: [StreamedResource] = []
             for subscription in subscriptions {
                 let factory = views[subscription.resource]!

@@ -87,7 +87,7 @@ final class ResourceRoutes<Kind: ServedKind> {
     /// `GET <route>` once admitted: the live stream, or the JSON document.
     private func serve(_ request: ServerRequest, as credential: Credential?) {
         if request.acceptsEventStream { return streams.open(request, resource: name, views: liveViews, credential: credential) }
-        if let refusal = EventUpdates.refusal(of: request) { return request.respond(refusal) }
+        if let refusal = EventUpdates.refusal(of: request) ?? ProgressiveDocuments.refusal(of: request) { return request.respond(refusal) }
         switch requests.read(request, as: credential).flatMap({ read in kind.asking(read, of: request, given: nil).map { (read.fields, $0) } }) {
         case .success(let (fields, asked)):
             answers.answer(request, key: kind.key(of: asked), keeping: fields) { kind.document(for: asked, trace: request.traceContext) }

@@ -14,6 +14,9 @@ import OpenCombine
 /// the next state only once the socket has taken the stream's output (``drained()``), so a
 /// slow reader gets the latest state when it catches up, never a backlog.
 ///
+/// A state holding a progressive first document's partial document (``LiveState/pending``)
+/// shows only on a stream that asked for `progressive=true`; others wait for the complete one.
+///
 /// With `updates=patch` it keeps the document the client has, and a new one goes as a patch
 /// from it (``EventStream/send(_:from:answering:of:)``): from the last one sent, or the one
 /// the client's `Last-Event-ID` names when that is the current one. A reader that skipped
@@ -84,9 +87,11 @@ final class EventFeed: Subscriber {
         let inputsChanged = stream.framing.namesInputs && knownInputs.map { $0 != state.inputs } ?? false
         knownInputs = state.inputs
         let patches = stream.updates == .patches
+        // A progressive first document's partial states are for streams that asked for them.
+        let shown = state.pending && !stream.progressive ? nil : state.snapshot
         // The client's Last-Event-ID names the current document: the next patch goes from it.
-        if patches, sentSnapshot == nil, let snapshot = state.snapshot, snapshot.version == sentVersion { sentSnapshot = snapshot }
-        if let snapshot = state.snapshot, state.error == nil, snapshot.version != sentVersion || sentError != nil || inputsChanged {
+        if patches, sentSnapshot == nil, let snapshot = shown, snapshot.version == sentVersion { sentSnapshot = snapshot }
+        if let snapshot = shown, state.error == nil, snapshot.version != sentVersion || sentError != nil || inputsChanged {
             let base = sentSnapshot
             sentVersion = snapshot.version
             if patches { sentSnapshot = snapshot }

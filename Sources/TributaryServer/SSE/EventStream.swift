@@ -40,6 +40,8 @@ final class EventStream {
     let framing: EventStreamFraming
     /// Whether new documents go whole or as patches (`updates`).
     let updates: EventUpdates
+    /// Whether a pipeline's first document shows as it arrives (`progressive=true`).
+    let progressive: Bool
     /// One per resource, in the order the client asked for them.
     private(set) var feeds: [EventFeed] = []
     private let frames: EventFrameCache
@@ -51,11 +53,13 @@ final class EventStream {
     /// A stream of `resources` on `request`; each gets a fresh id.
     init(
         request: ServerRequest, resources: [StreamedResource], framing: EventStreamFraming, updates: EventUpdates,
-        headers: [(String, String)] = EventStreamFormat.headers, frames: EventFrameCache, onClose: @escaping (EventStream) -> Void
+        progressive: Bool = false, headers: [(String, String)] = EventStreamFormat.headers, frames: EventFrameCache,
+        onClose: @escaping (EventStream) -> Void
     ) {
         self.request = request
         self.framing = framing
         self.updates = updates
+        self.progressive = progressive
         self.headers = headers
         self.frames = frames
         self.onClose = onClose

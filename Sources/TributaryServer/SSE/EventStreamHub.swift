@@ -60,12 +60,14 @@ final class EventStreamHub {
     /// error it refused the query with (its `updates` parameter included: ``EventUpdates``).
     func open(_ request: ServerRequest, resource: String, views: LiveViewFactory, credential: Credential? = nil) {
         let updates: EventUpdates
+        let progressive: Bool
         do throws(HTTPError) {
             updates = try EventUpdates(parameter: request.queryParameters[EventUpdates.parameter])
+            progressive = try ProgressiveDocuments.asked(request.queryParameters[ProgressiveDocuments.parameter])
         } catch {
             return request.respond(error)
         }
-        open(request, count: 1, framing: .single, updates: updates, credential: credential) { opener in
+        open(request, count: 1, framing: .single, updates: updates, progressive: progressive, credential: credential) { opener in
             views.make(request, nil, opener).map { view in
                 [StreamedResource(name: resource, view: view, diff: views.diff, isPrivate: !views.varyingHeaders.isEmpty)]
             }
@@ -86,8 +88,8 @@ final class EventStreamHub {
     /// connection: its client reconnects, to another replica or to the restarted service,
     /// instead of holding the shutdown up until its deadline.
     func open(
-        _ request: ServerRequest, count: Int, framing: EventStreamFraming, updates: EventUpdates, credential: Credential? = nil,
-        making make: (StreamOpener) -> Result<[StreamedResource], HTTPError>
+        _ request: ServerRequest, count: Int, framing: EventStreamFraming, updates: EventUpdates, progressive: Bool = false,
+        credential: Credential? = nil, making make: (StreamOpener) -> Result<[StreamedResource], HTTPError>
     ) {
         let client = gate?.clientName(request, credential, by: .identity)
         let opener = StreamOpener(credential: credential, client: client ?? "")
@@ -127,7 +129,10 @@ final class EventStreamHub {
             return request.respond(error)
         }
         let headers = resources.contains(where: \.isPrivate) ? EventStreamFormat.privateHeaders : EventStreamFormat.headers
-        let stream = EventStream(request: request, resources: resources, framing: framing, updates: updates, headers: headers, frames: frames) {
+        let stream = EventStream(
+            request: request, resources: resources, framing: framing, updates: updates, progressive: progressive, headers: headers,
+            frames: frames
+        ) {
             [unowned self] closed in
             streams[ObjectIdentifier(closed)] = nil
             grants.closed(closed)
