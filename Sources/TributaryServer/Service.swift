@@ -94,9 +94,9 @@ public enum Service {
     }
 
     /// Runs only the demo upstream, on the calling thread, until a stop signal.
-    public static func runDemoUpstream(on address: ListenAddress, logger: Logger) throws {
+    public static func runDemoUpstream(on address: ListenAddress, slowDetail: Duration = .zero, logger: Logger) throws {
         let loop = try EventLoop()
-        let demo = try DemoUpstream(loop: loop)
+        let demo = try DemoUpstream(loop: loop, slowDetail: slowDetail)
         let port = try demo.bind(address)
         let watchers = try [SIGINT, SIGTERM].map { try SignalWatcher(loop: loop, signal: $0) { loop.stop() } }
         logger.info("demo upstream listening", metadata: ["address": "\(address.host):\(port)"])
@@ -104,12 +104,12 @@ public enum Service {
     }
 
     /// Runs the demo upstream on its own thread and returns its port.
-    public static func startDemoUpstream(on address: ListenAddress, logger: Logger) throws -> UInt16 {
+    public static func startDemoUpstream(on address: ListenAddress, slowDetail: Duration = .zero, logger: Logger) throws -> UInt16 {
         let ready = Latch<Result<UInt16, any Error>>()
         DetachedThread {
             do {
                 let loop = try EventLoop()
-                let demo = try DemoUpstream(loop: loop)
+                let demo = try DemoUpstream(loop: loop, slowDetail: slowDetail)
                 ready.set(.success(try demo.bind(address)))
                 try withExtendedLifetime(demo) { try loop.run() }
             } catch {

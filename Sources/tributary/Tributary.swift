@@ -103,12 +103,16 @@ struct Demo: ParsableCommand {
     @Option(help: "HOST:PORT for the demo upstream (0 picks a free port).")
     var demoListen = "127.0.0.1:0"
 
+    @Option(help: "Delay the demo's third group's details this long (e.g. 2s): the live page shows it filling in.")
+    var slowDetail = "0s"
+
     func run() throws {
         guard let address = ListenAddress(demoListen) else { throw ValidationError("--demo-listen: expected HOST:PORT") }
+        guard let delay = DemoUpstream.delay(slowDetail) else { throw ValidationError("--slow-detail: expected a duration such as 2s or 500ms") }
         var (configuration, source) = try options.load()
         let logger = Logger.tributary(level: configuration.server.logLevel)
         logger.info("configuration", metadata: ["source": "\(source)"])
-        let port = try Service.startDemoUpstream(on: address, logger: logger)
+        let port = try Service.startDemoUpstream(on: address, slowDetail: delay, logger: logger)
         let demoURL = "http://\(ListenAddress(host: address.host, port: port))"
         let demoUpstreams = configuration.upstreams.keys.sorted().map { "\($0)=\(demoURL)" }
         configuration = try options.load(extraUpstreams: demoUpstreams).configuration
@@ -140,9 +144,13 @@ struct DemoUpstreamCommand: ParsableCommand {
     @Option(help: "HOST:PORT to listen on.")
     var listen = "127.0.0.1:8081"
 
+    @Option(help: "Delay the third group's details this long (e.g. 2s).")
+    var slowDetail = "0s"
+
     func run() throws {
         guard let address = ListenAddress(listen) else { throw ValidationError("--listen: expected HOST:PORT") }
-        try Service.runDemoUpstream(on: address, logger: .tributary(level: "info"))
+        guard let delay = DemoUpstream.delay(slowDetail) else { throw ValidationError("--slow-detail: expected a duration such as 2s or 500ms") }
+        try Service.runDemoUpstream(on: address, slowDetail: delay, logger: .tributary(level: "info"))
     }
 }
 

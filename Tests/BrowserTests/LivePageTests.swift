@@ -179,7 +179,9 @@ struct LivePageTests {
         let requests = NetworkLog(browser.events)
         let streams = requests.sent.filter { $0.type == "EventSource" }
         #expect(streams.map(\.path) == [
-            "/events?resource=groups&resource=rows&resource=search&updates=patch&resource=teamgroups&teamgroups.team=core",
+            "/events?resource=groups&resource=rows&resource=search&updates=patch&progressive=true"
+                + "&groups.fields=id,name,taskCount,lastUpdated&rows.fields=topic.id,topic.title,medias.id,medias.title"
+                + "&resource=teamgroups&teamgroups.team=core",
         ])
         #expect(requests.open.map(\.path) == streams.map(\.path))
         #expect(requests.sent.contains { $0.method == "POST" && $0.path.hasPrefix("/streams/") })
@@ -234,18 +236,21 @@ struct LivePageTests {
             return (page, served, version, answer.header("ETag") ?? "")
         }
 
-        // The first document, whole (the page's script has run).
+        // The first document, whole and complete (the page's script has run).
         try await browser.evaluate("""
             new Promise((resolve) => {
               const start = () => {
-                const done = () => Number(document.body.dataset.updates) >= 1 && (resolve(true), true);
+                const done = () => Number(document.body.dataset.updates) >= 1 && document.body.dataset.pending === "0" && (resolve(true), true);
                 if (!done()) new MutationObserver((_, observer) => { if (done()) observer.disconnect(); }).observe(document.body, { attributes: true });
               };
               document.readyState === "loading" ? document.addEventListener("DOMContentLoaded", start) : start();
             })
             """, session: session)
+        // The first document, complete (the page opens its stream with progressive=true: its
+        // details may have come as a patch of their own).
         let first = try await compared()
         #expect(first.page == first.served && first.page.count == 30)
+        let base = Int(try #require(try await browser.evaluate("document.body.dataset.patches", session: session) as? String)) ?? 0
 
         // The page's applyPatch, on examples of RFC 6902's appendix A and on patches that must fail.
         let examples = try #require(try await browser.evaluate("""
@@ -292,13 +297,90 @@ struct LivePageTests {
         for (index, (what, change)) in changes.enumerated() {
             fixture.update(change)
             #expect(try await TestHTTP.request(port: service.port, "POST", "/groups/reload").status == 202)
-            try await patches(after: index)
+            try await patches(after: base + index)
             let now = try await compared()
             #expect(now.page == now.served, "after \(what)")
             #expect(now.version.contains(now.etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))), "after \(what): \(now.version), ETag \(now.etag)")
         }
-        #expect(try await browser.evaluate("document.body.dataset.patches", session: session) as? String == "5")
+        #expect(try await browser.evaluate("document.body.dataset.patches", session: session) as? String == "\(base + 5)")
         await tasks.shutdown()
+    }
+}
+
+extension LivePageTests {
+    /// Where the progressive screenshot goes: `.build/screenshots/live-page-progressive.png`.
+    static var progressiveScreenshot: URL {
+        screenshot.deletingLastPathComponent().appendingPathComponent("live-page-progressive.png")
+    }
+
+    @Test("a slow detail: the page shows the list at once, that group pending, then fills it in, as a JSON GET has it")
+    func pendingFillsIn() async throws {
+        let fixture = TaskGroupsFixture(count: 8)
+        let slow = fixture.groups[2]
+        let released = Observed(false)
+        // The groups, and team core's (the page's parameterized table) the same.
+        let tasks = try await ScriptedUpstream.start { request in
+            let path = request.path.hasPrefix("/teams/core/") ? String(request.path.dropFirst("/teams/core".count)) : request.path
+            if path == "/groups" { return .json(fixture.listJSON) }
+            guard let group = fixture.group(forMetadataPath: path) else { return .json("{}", status: 404) }
+            let reply = UpstreamReply.json(fixture.metadataJSON(for: group))
+            return group.id == slow.id ? reply.held { _ in released.value } : reply
+        }
+        let service = try await DemoProcess.start(config: Self.shippedConfigPath, upstreams: ["tasks=\(tasks.baseURL)"])
+        defer { service.stop() }
+        let browser = try DevToolsBrowser(windowSize: "1200,900")
+        let target = try await browser.send("Target.createTarget", ["url": "about:blank"])
+        let attached = try await browser.send("Target.attachToTarget", ["targetId": target["targetId"] as? String ?? "", "flatten": true])
+        let session = try #require(attached["sessionId"] as? String)
+        try await browser.send("Page.navigate", ["url": "http://127.0.0.1:\(service.port)/"], session: session)
+
+        /// Resolves once the page's table shows `pending` groups waiting for their details.
+        func pendingShown(_ pending: Int) async throws {
+            try await browser.evaluate("""
+                new Promise((resolve) => {
+                  const start = () => {
+                    const done = () => document.body.dataset.pending === "\(pending)" && (resolve(true), true);
+                    if (!done()) new MutationObserver((_, observer) => { if (done()) observer.disconnect(); }).observe(document.body, { attributes: true });
+                  };
+                  document.readyState === "loading" ? document.addEventListener("DOMContentLoaded", start) : start();
+                })
+                """, session: session)
+        }
+        func table() async throws -> [[String]] {
+            try #require(try await browser.evaluate("""
+                [...document.querySelectorAll('#groups tr')].map((row) => [row.className, ...[...row.children].map((cell) => cell.textContent)])
+                """, session: session) as? [[String]])
+        }
+
+        // The other groups' details answer at once; the slow one's is held: one group pending.
+        try await pendingShown(1)
+        let partial = try await table()
+        #expect(partial.count == 8)
+        #expect(partial[2] == ["pending", slow.name, "…", "loading"])
+        for (index, row) in partial.enumerated() where index != 2 {
+            let group = fixture.groups[index]
+            #expect(Array(row.dropFirst()) == [group.name, "\(group.taskCount)", group.lastUpdated])
+        }
+        let shot = try await browser.send("Page.captureScreenshot", ["format": "png"], session: session)
+        let png = try #require(Data(base64Encoded: shot["data"] as? String ?? ""))
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        try FileManager.default.createDirectory(at: Self.progressiveScreenshot.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try png.write(to: Self.progressiveScreenshot)
+
+        released.update { $0 = true }
+        try await tasks.releaseHeld()
+        try await pendingShown(0)
+        let complete = try await table()
+        let served = try #require(try await TestHTTP.get(port: service.port, "/groups").json() as? [[String: Any]])
+        #expect(complete.map { Array($0.dropFirst()) } == served.map { group in ["name", "taskCount", "lastUpdated"].map { "\(group[$0] ?? "")" } })
+        #expect(!complete.contains { $0[0] == "pending" })
+        await tasks.shutdown()
+    }
+
+    /// The shipped configuration, its path in the package.
+    static var shippedConfigPath: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("config/tributary.yaml").path
     }
 }
 

@@ -163,14 +163,15 @@ struct OperationsTests {
         await upstream.shutdown()
     }
 
-    @Test("GET / is the live page, wired to groups, rows and search over one /events stream of patches")
+    @Test("GET / is the live page, wired to groups, rows and search over one progressive /events stream of patches")
     func page() async throws {
         let upstream = try await ScriptedUpstream.start { _ in .json("{}") }
         let service = try await Self.service(named: "groups", upstream: upstream)
         let page = try await service.get("/")
         #expect(page.status == 200)
         #expect(page.header("Content-Type") == "text/html; charset=utf-8")
-        #expect(page.text.contains(#"let url = "/events?resource=groups&resource=rows&resource=search&updates=patch";"#))
+        #expect(page.text.contains(#"let url = "/events?resource=groups&resource=rows&resource=search&updates=patch&progressive=true""#))
+        #expect(page.text.contains(#""&groups.fields=id,name,taskCount,lastUpdated&rows.fields=topic.id,topic.title,medias.id,medias.title";"#))
         #expect(page.text.components(separatedBy: "new EventSource(").count == 2, "one event stream")
         #expect(page.text.contains("<body data-state=\"connecting\" data-updates=\"0\" data-patches=\"0\">"),
                 "no parameterized resource in this configuration: none named to the page")

@@ -1,6 +1,8 @@
 import Aggregation
+import EventLoop
 import HTTPCore
 import Testing
+import TributaryServer
 import TributaryTesting
 
 @Suite("progressive=true: a live pipeline's first document as soon as the list is known, then its details as they arrive")
@@ -230,6 +232,28 @@ struct ProgressiveDocumentsTests {
         stream.close()
         await service.stop()
         await upstream.shutdown()
+    }
+
+    @Test("the demo's --slow-detail holds its third group's details: a progressive stream shows that group pending, the others whole")
+    func demoSlowDetail() async throws {
+        let thread = try LoopThread()
+        let demo = try await thread.run { loop in
+            // Longer than any test: the group stays pending for as long as the test looks.
+            let demo = try DemoUpstream(loop: loop, slowDetail: .seconds(3600))
+            return (try demo.bind(ListenAddress(host: "127.0.0.1", port: 0)), LoopBound(demo, loop: loop))
+        }
+        let shipped = ShippedConfiguration.yaml.replacingOccurrences(of: "http://127.0.0.1:8081", with: "http://127.0.0.1:\(demo.0)")
+        let service = try await ServiceHarness(yaml: shipped)
+        let stream = try await service.events("/groups?progressive=true")
+        var document = try JSON(parsing: Array(try await stream.next(type: "snapshot").data.utf8))
+        let slow = try #require(document.arrayValue?[DemoUpstream.slowGroupIndex]["id"]?.stringValue)
+        while Self.pending(document) != [slow] {
+            document = try JSON(parsing: Array(try await stream.next(type: "snapshot").data.utf8))
+        }
+        #expect(document.arrayValue?.filter { $0["taskCount"] != nil }.count == (document.arrayValue?.count ?? 0) - 1)
+        stream.close()
+        await service.stop()
+        await thread.stop { demo.1.release() }
     }
 
     @Test("progressive is true or false: any other value is 400 invalid_parameter, on a stream, /events and a JSON GET")

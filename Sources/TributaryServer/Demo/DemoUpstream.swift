@@ -20,23 +20,41 @@ import HTTPCore
 /// | `GET /teams/{team}/groups/{id}/metadata` | as the groups' metadata |
 /// | `GET /me/groups` | the groups of the user `Authorization: Bearer <name>` names (`guest` without one) |
 /// | `GET /me/groups/{id}/metadata` | that user's group's metadata |
+///
+/// With a `slowDetail` (`tributary demo --slow-detail 2s`), the details of one group (the
+/// third, ``slowGroupIndex``), alone or in a batch, answer that much later: a page opened with
+/// `progressive=true` shows the list at once and that group filling in.
 public final class DemoUpstream {
     private let server: HTTPServer
     private var router = Router<(ServerRequest) -> Void>()
 
-    public init(loop: EventLoop) throws {
+    /// The group whose details a `slowDetail` delays.
+    public static let slowGroupIndex = 2
+
+    public init(loop: EventLoop, slowDetail: Duration = .zero) throws {
         server = try HTTPServer(loop: loop) { _ in }
+        let slowID = DemoData.id(for: DemoData.groupNames[Self.slowGroupIndex])
+        /// Runs `answer` now, or after `slowDetail` when `slow`.
+        let answering = { (slow: Bool, answer: @escaping () -> Void) in
+            guard slow, slowDetail > .zero else { return answer() }
+            var timer: LoopTimer?
+            timer = LoopTimer(loop: loop) {
+                answer()
+                timer = nil
+            }
+            timer?.schedule(after: slowDetail)
+        }
         router.add(.get, "/groups") { $0.respond(json: DemoData.groups) }
         router.add(.get, "/groups/{id}/metadata") { request in
             guard let index = DemoData.groupNames.firstIndex(where: { DemoData.id(for: $0) == request.parameters["id"] }) else {
                 return request.respond(.notFound("no group \(request.parameters["id"] ?? "")"))
             }
-            request.respond(json: DemoData.metadata(groupIndex: index, now: Int64(time(nil))))
+            answering(index == Self.slowGroupIndex) { request.respond(json: DemoData.metadata(groupIndex: index, now: Int64(time(nil)))) }
         }
         router.add(.get, "/groups/metadata") { request in
             let ids = Self.batchIDs(in: request.uri)
             guard !ids.isEmpty else { return request.respond(.badRequest("name the groups: ?ids=a,b,c or ?ids=a&ids=b")) }
-            request.respond(json: DemoData.batchMetadata(ids: ids, now: Int64(time(nil))))
+            answering(ids.contains(slowID)) { request.respond(json: DemoData.batchMetadata(ids: ids, now: Int64(time(nil)))) }
         }
         router.add(.get, "/topics") { $0.respond(json: DemoData.topics) }
         router.add(.get, "/topics/{id}/medias") { request in
@@ -89,6 +107,11 @@ public final class DemoUpstream {
             guard parts.count == 2, parts[0] == "ids" else { return [] }
             return parts[1].split(separator: ",").compactMap { QueryString.percentDecoded(String($0)) }
         }
+    }
+
+    /// A `--slow-detail` value (`2s`, `1500ms`), as configuration durations are written.
+    public static func delay(_ text: String) -> Duration? {
+        ConfigDuration.parse(text)
     }
 
     /// Listens on `address`; returns the bound port.

@@ -90,17 +90,26 @@ const groups = {
     body.replaceChildren();
     for (const group of snapshot.data) {
       const row = document.createElement("tr");
-      for (const value of [group.name, group.error ? "—" : group.taskCount, group.lastUpdated ?? group.error?.message]) {
+      // A group still waiting for its details (the first document comes as soon as the
+      // list is known: `progressive=true`) shows its name, and fills in when they arrive.
+      const cells = group.pending ? [group.name, "…", "loading"]
+        : [group.name, group.error ? "—" : group.taskCount, group.lastUpdated ?? group.error?.message];
+      for (const value of cells) {
         const cell = document.createElement("td");
         cell.textContent = text(value);
         row.append(cell);
       }
       row.children[1].className = "count";
-      const signature = text(group.taskCount) + text(group.lastUpdated);
-      if (previous.has(group.id) && previous.get(group.id) !== signature) row.className = "changed";
-      previous.set(group.id, signature);
+      if (group.pending) {
+        row.className = "pending";
+      } else {
+        const signature = text(group.taskCount) + text(group.lastUpdated);
+        if (previous.has(group.id) && previous.get(group.id) !== signature) row.className = "changed";
+        previous.set(group.id, signature);
+      }
       body.append(row);
     }
+    document.body.dataset.pending = String(snapshot.data.filter((group) => group.pending).length);
     document.body.dataset.updates = String(Number(document.body.dataset.updates) + 1);
     // The event id lists every resource's version: `groups:<v>,rows:<v>,search:<v>`.
     const version = eventID.split(",").find((part) => part.startsWith("groups:"))?.slice("groups:".length);
@@ -239,12 +248,15 @@ const parameterized = {
     body.replaceChildren();
     for (const item of snapshot.data) {
       const row = document.createElement("tr");
-      for (const value of [item.name ?? item.id, item.error ? "—" : item.taskCount, item.lastUpdated ?? item.error?.message]) {
+      const cells = item.pending ? [item.name ?? item.id, "…", "loading"]
+        : [item.name ?? item.id, item.error ? "—" : item.taskCount, item.lastUpdated ?? item.error?.message];
+      for (const value of cells) {
         const cell = document.createElement("td");
         cell.textContent = text(value);
         row.append(cell);
       }
       row.children[1].className = "count";
+      if (item.pending) row.className = "pending";
       body.append(row);
     }
     body.dataset.value = param.value;
@@ -274,7 +286,10 @@ function take(event) {
 // The one connection, and how to open it anew for another parameter value.
 let current = null;
 function connect() {
-  let url = "/events?resource=groups&resource=rows&resource=search&updates=patch";
+  // Only the members the page shows (and the ids it tells items apart by), and each list's
+  // first document as soon as its list is known.
+  let url = "/events?resource=groups&resource=rows&resource=search&updates=patch&progressive=true"
+    + "&groups.fields=id,name,taskCount,lastUpdated&rows.fields=topic.id,topic.title,medias.id,medias.title";
   if (param.resource) {
     url += `&resource=${encodeURIComponent(param.resource)}&${encodeURIComponent(param.resource + "." + param.name)}=${encodeURIComponent(param.value)}`;
   }
