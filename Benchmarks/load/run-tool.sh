@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs one load tool of Benchmarks/load against a copy of the tributary binary:
 #
-#   Benchmarks/load/run-tool.sh TOOL [tool flags]      (TOOL: sse-scale, keyed-scale, cancellation, soak, attack, fleet, fleet-chaos, circuit)
+#   Benchmarks/load/run-tool.sh TOOL [tool flags]      (TOOL: sse-scale, keyed-scale, cancellation, soak, attack, fleet, fleet-chaos, circuit, first-event)
 #
 # Benchmarks/sse-scale.sh, keyed-scale.sh, cancellation.sh, soak.sh, attack.sh, fleet.sh, fleet-chaos.sh and circuit.sh call this; see
 # them for what each tool measures. The tool is built (Go standard library, no downloads) into Benchmarks/.build-go/.

@@ -53,19 +53,19 @@ type Subscriber struct {
 
 // SSEClients is the whole set of subscribers and their epoll loop; use it from one goroutine.
 type SSEClients struct {
-	epfd           int
-	ports          []int
-	paths          []string
+	epfd  int
+	ports []int
+	paths []string
 	// Headers, if set, are more request header lines ("Authorization: Bearer x\r\n"): the i-th
 	// subscriber sends Headers[i % len(Headers)] (set before Run).
-	Headers        []string
-	Subs           []*Subscriber
-	byFD           map[int]*Subscriber
-	Next           int // next subscriber to connect
+	Headers []string
+	Subs    []*Subscriber
+	byFD    map[int]*Subscriber
+	Next    int // next subscriber to connect
 	// Subscribers connecting: not yet ready (headers and a first snapshot of each resource in)
 	// nor failed. A subscriber's first snapshot may cost the service upstream calls (a /rows
 	// view of its own): bounding these bounds that work too, not only the connects.
-	inFlight int
+	inFlight       int
 	maxConn        int // connects in flight at once
 	Lost           int // subscribers whose stream ended or failed
 	events         []syscall.EpollEvent
@@ -74,6 +74,7 @@ type SSEClients struct {
 	Reached        int   // live subscribers whose last snapshot shows Target
 	FirstSnapshots int   // subscribers with a first snapshot of every resource their stream carries
 	Errors         int   // error events received (a refresh of a stream's resource failed)
+	Updates        int   // snapshot and patch events received, first snapshots included
 	// Whether the client keeps up: epoll_wait calls, events they returned, and how many
 	// returned a full batch (events were waiting: the client was behind).
 	Waits, WaitEvents, FullBatches int
@@ -341,6 +342,7 @@ func (c *SSEClients) feed(s *Subscriber, text []byte, now time.Time) {
 			}
 			version, _ = strconv.ParseInt(string(digits[:stop]), 10, 64)
 		}
+		c.Updates++
 		if !isPatch {
 			s.Snapshots++
 			if s.Snapshots == s.wanted {

@@ -18,6 +18,12 @@
 // asking for whole snapshots, then for patches (?updates=patch); the summary compares them.
 // -changing 1 makes an update change one group (the upstream's first) instead of all.
 //
+// With -fields id,name each run is made twice more, with fresh services: subscribers asking
+// for every member, then for those fields only (?fields=…), which an update (it changes
+// taskCount) leaves as they were. A round of the second then waits for the refresh's upstream
+// calls and one more second, and counts the events the subscribers got (the goal: none); the
+// summary compares the service's CPU per update.
+//
 // The main goroutine, which the harness keeps on the main thread, starts the service and
 // runs the epoll loop.
 //
@@ -51,6 +57,7 @@ type roundResult struct {
 	eventsPerWait             float64
 	fullBatches               int
 	rssKB                     int // service RSS after the update reached everyone
+	events                    int // snapshot and patch events the subscribers got during the update
 }
 
 type runResult struct {
@@ -80,6 +87,7 @@ func main() {
 	events := flag.Bool("events", false, "follow the resources over one GET /events connection per subscriber instead of one stream each")
 	updatesAs := flag.String("updates-as", "snapshot", "what subscribers ask for: snapshot, patch (?updates=patch), or snapshot,patch (each run twice, compared)")
 	changing := flag.Int("changing", 0, "groups an update changes, the first ones (default: all)")
+	fields := flag.String("fields", "", "also run with subscribers asking for these fields only (?fields=…, e.g. id,name: an update changes none of them)")
 	flag.StringVar(&profileCommand, "profile", "", "a command run during the updates of each run, stopped with SIGINT; {pid} is the service's pid, {run} the run, e.g. 'perf record -g -p {pid} -o /tmp/sse-{run}.data'")
 	flag.Parse()
 	if *bin == "" {
@@ -109,23 +117,40 @@ func main() {
 	fmt.Printf("sse-scale: %d subscribers each on %s, %d runs x %d updates, %d groups per snapshot (%d changing), updates as %s, %d worker(s), binary %s\n",
 		*subscribers, strings.Join(shape.paths(), " + "), *runs, *updates, *groups, *changing, *updatesAs, *workers, *bin)
 
+	projections := []string{""}
+	if *fields != "" {
+		projections = append(projections, *fields)
+	}
 	results := map[string][]runResult{}
 	for run := 1; run <= *runs; run++ {
 		for _, mode := range modes {
-			shape.patch = mode == "patch"
-			service, err := work.StartService(*bin, config, fmt.Sprintf("service-%d-%s.log", run, mode), *workers)
-			work.Check(err)
-			fmt.Printf("run %d (%s): service pid %d on %s\n", run, mode, service.PID, service.Addr)
-			harness.WaitQuiet(*quietMax, *quietWait)
-			result, err := measure(service, up, shape, *subscribers, *updates, *connecting)
-			service.Stop()
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "service log: %s\n", service.LogTail())
+			for _, projection := range projections {
+				shape.patch = mode == "patch"
+				shape.fields = projection
+				name := mode + shape.fieldsSuffix()
+				service, err := work.StartService(*bin, config, fmt.Sprintf("service-%d-%s.log", run, strings.ReplaceAll(name, ",", "-")), *workers)
+				work.Check(err)
+				fmt.Printf("run %d (%s): service pid %d on %s\n", run, name, service.PID, service.Addr)
+				harness.WaitQuiet(*quietMax, *quietWait)
+				result, err := measure(service, up, shape, *subscribers, *updates, *connecting)
+				service.Stop()
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "service log: %s\n", service.LogTail())
+				}
+				work.Check(err)
+				results[name] = append(results[name], result)
+				printRun(run, result, shape)
 			}
-			work.Check(err)
-			results[mode] = append(results[mode], result)
-			printRun(run, result, shape)
 		}
+	}
+	if *fields != "" {
+		for _, mode := range modes {
+			shape.patch = mode == "patch"
+			shape.fields = *fields
+			printFieldsComparison(mode, results[mode], results[mode+shape.fieldsSuffix()], *fields)
+		}
+		work.Close()
+		return
 	}
 	for _, mode := range modes {
 		shape.patch = mode == "patch"
@@ -143,6 +168,14 @@ type layout struct {
 	resources []string
 	events    bool
 	patch     bool
+	fields    string // ?fields=… of the groups (empty: every member)
+}
+
+func (l layout) fieldsSuffix() string {
+	if l.fields == "" {
+		return ""
+	}
+	return " fields=" + l.fields
 }
 
 func newLayout(resources string, events bool) (layout, error) {
@@ -169,12 +202,22 @@ func (l layout) paths() []string {
 		if l.patch {
 			path += "&updates=patch"
 		}
+		if l.fields != "" {
+			path += "&groups.fields=" + l.fields
+		}
 		return []string{path}
 	}
 	var paths []string
 	for _, r := range l.resources {
+		var query []string
 		if l.patch {
-			paths = append(paths, "/"+r+"?updates=patch")
+			query = append(query, "updates=patch")
+		}
+		if r == "groups" && l.fields != "" {
+			query = append(query, "fields="+l.fields)
+		}
+		if len(query) > 0 {
+			paths = append(paths, "/"+r+"?"+strings.Join(query, "&"))
 		} else {
 			paths = append(paths, "/"+r)
 		}
@@ -240,6 +283,7 @@ func measure(s *harness.Service, up *upstream, shape layout, count, updates, con
 		c.Reached = 0
 		ackCh := make(chan time.Duration, 1)
 		var reloadFailure string
+		callsBefore := up.calls.Load()
 		cpuBefore := s.CPUTicks()
 		preemptedBefore := s.InvoluntarySwitches()
 		machineBefore := harness.MachineBusyTicks()
@@ -263,7 +307,16 @@ func measure(s *harness.Service, up *upstream, shape layout, count, updates, con
 			ackCh <- time.Since(sent)
 		}()
 		c.Waits, c.WaitEvents, c.FullBatches = 0, 0, 0
-		c.Run(sent.Add(30*time.Second), func() bool { return c.Reached+c.Lost >= count })
+		updatesBefore := c.Updates
+		if shape.fields != "" {
+			// No subscriber is due an event: wait for the refresh's calls (the list and each
+			// group's), then a second more, reading whatever comes.
+			c.Run(sent.Add(30*time.Second), func() bool { return up.calls.Load() >= callsBefore+int64(up.groups)+1 })
+			c.Run(time.Now().Add(time.Second), func() bool { return false })
+		} else {
+			c.Run(sent.Add(30*time.Second), func() bool { return c.Reached+c.Lost >= count })
+		}
+		events := c.Updates - updatesBefore
 		waits, waitEvents, fullBatches := c.Waits, c.WaitEvents, c.FullBatches
 		cpuAfter := s.CPUTicks()
 		clientCPU := selfCPU() - clientBefore
@@ -279,6 +332,9 @@ func measure(s *harness.Service, up *upstream, shape layout, count, updates, con
 		missed := 0
 		for _, sub := range c.Subs {
 			if !showsGroups(sub) {
+				continue
+			}
+			if shape.fields != "" {
 				continue
 			}
 			if sub.State != harness.StClosed && sub.Version == version {
@@ -297,7 +353,7 @@ func measure(s *harness.Service, up *upstream, shape layout, count, updates, con
 		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 		r := roundResult{ack: ack, missed: missed, cpuMS: (cpuAfter - cpuBefore) * 10, clientCPUMS: int(clientCPU / time.Millisecond), preempted: preempted, otherCPUMS: otherMS,
 			eventsPerWait: float64(waitEvents) / float64(max1(waits)), fullBatches: fullBatches,
-			eventBytes: int(medianFloat(sizes)), eventKinds: strings.Join(kindNames, ", ")}
+			eventBytes: int(medianFloat(sizes)), eventKinds: strings.Join(kindNames, ", "), events: events}
 		if len(latencies) > 0 {
 			r.first = latencies[0]
 			r.p50 = harness.Percentile(latencies, 50)
@@ -367,10 +423,10 @@ func printRun(run int, r runResult, shape layout) {
 	fmt.Printf("\nrun %d: RSS %d KiB before, %d KiB with subscribers (%.0f B each), %d KiB after the updates (%.0f B each, %.0f B per connection); connected in %.1f s; %d lost\n",
 		run, r.rssBefore, r.rssAfter, r.perSubscriber, r.rssAfterUpdates, r.perSubscriberUpdated,
 		r.perSubscriberUpdated/float64(shape.connectionsPerClient()), r.connectTime.Seconds(), r.lost)
-	fmt.Println("| update | event | event bytes | first ms | p50 ms | p99 ms | max ms | reload answered ms | missed | service CPU ms | preempted | client CPU ms | client events/wait (full batches) | other CPU ms | service RSS KiB after |")
-	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| update | event | events | event bytes | first ms | p50 ms | p99 ms | max ms | reload answered ms | missed | service CPU ms | preempted | client CPU ms | client events/wait (full batches) | other CPU ms | service RSS KiB after |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, round := range r.rounds {
-		fmt.Printf("| %d | %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d | %.1f (%d) | %d | %d |\n", i+1, round.eventKinds, round.eventBytes,
+		fmt.Printf("| %d | %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d | %.1f (%d) | %d | %d |\n", i+1, round.eventKinds, round.events, round.eventBytes,
 			harness.Milliseconds(round.first), harness.Milliseconds(round.p50), harness.Milliseconds(round.p99), harness.Milliseconds(round.max),
 			harness.Milliseconds(round.ack), round.missed, round.cpuMS, round.preempted, round.clientCPUMS, round.eventsPerWait, round.fullBatches, round.otherCPUMS, round.rssKB)
 	}
@@ -465,6 +521,41 @@ func roundMedians(results []runResult) (bytes, p99, cpu float64) {
 		}
 	}
 	return medianFloat(sizes), medianFloat(p99s), medianFloat(cpus)
+}
+
+// printFieldsComparison sets the runs of one mode side by side: subscribers asking for every
+// member, then for `fields` only, which no update changed.
+func printFieldsComparison(mode string, all, projected []runResult, fields string) {
+	var allEvents, projectedEvents, allCPU, projectedCPU []float64
+	for _, r := range all {
+		for _, round := range r.rounds {
+			allEvents = append(allEvents, float64(round.events))
+			allCPU = append(allCPU, float64(round.cpuMS))
+		}
+	}
+	for _, r := range projected {
+		for _, round := range r.rounds {
+			projectedEvents = append(projectedEvents, float64(round.events))
+			projectedCPU = append(projectedCPU, float64(round.cpuMS))
+		}
+	}
+	a, p := medianFloat(allCPU), medianFloat(projectedCPU)
+	fmt.Printf("\n%s updates: every member against fields=%s, same runs (medians over every update)\n", mode, fields)
+	fmt.Println("| measure | every member | fields | ratio | goal | met |")
+	fmt.Println("|---|---:|---:|---:|---:|---|")
+	fmt.Printf("| events per update, all subscribers | %.0f | %.0f | | 0 with fields | %s |\n", medianFloat(allEvents), medianFloat(projectedEvents),
+		harness.Yes(maxFloat(projectedEvents) == 0))
+	fmt.Printf("| service CPU per update | %.0f ms | %.0f ms | %.0f%% | ≤ 20%% | %s |\n", a, p, 100*p/a, harness.Yes(p <= 0.2*a))
+}
+
+func maxFloat(values []float64) float64 {
+	top := 0.0
+	for _, v := range values {
+		if v > top {
+			top = v
+		}
+	}
+	return top
 }
 
 // printComparison sets the runs of the two modes side by side (snapshots, then patches).
