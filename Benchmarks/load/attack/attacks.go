@@ -212,6 +212,8 @@ type attackSpec struct {
 	streams   int           // tokens, params, forwarded: event streams open at once, at most
 	clients   int           // xff: distinct X-Forwarded-For clients (requests) in all
 	depth     int           // xff: requests pipelined per write on a connection
+	mix       []string      // xff: the kinds of request, by turns (refused, shared, admitted)
+	target    string        // xff: where its requests go, when not to the service (a control run)
 }
 
 // MARK: - Flooding event streams

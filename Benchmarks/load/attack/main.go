@@ -115,6 +115,8 @@ func main() {
 	flag.DurationVar(&o.xff.duration, "xff-duration", 12*time.Second, "xff: how long it runs at most")
 	flag.Float64Var(&o.xff.perSecond, "xff-rate", 20000, "xff: requests/s in all, at most (0: no cap)")
 	flag.IntVar(&o.xff.depth, "xff-depth", 16, "xff: requests pipelined per write on one connection")
+	xffMix := flag.String("xff-mix", strings.Join(xffDefaultMix, ","), "xff: the kinds of request, by turns ("+strings.Join(xffKinds, ", ")+")")
+	flag.StringVar(&o.xff.target, "xff-target", "", "xff: send to this host:port instead of the service (a control: what the tool's own load costs wrk on a shared machine)")
 	flag.IntVar(&o.maxHeaderBytes, "max-header-bytes", shippedMaxHeaderBytes, "forwarded: server.maxHeaderBytes of the configuration (requests are sized just under it)")
 	flag.Float64Var(&o.idlePercent, "idle-percent", 5, "a thread is idle below this % of one core over -idle-window")
 	flag.DurationVar(&o.idleWindow, "idle-window", 200*time.Millisecond, "the window of the idle test")
@@ -129,6 +131,12 @@ func main() {
 	quietMax := flag.Int("quiet-max", harness.EnvInt("QUIET_MAX", 15), "before each round, wait until the machine is at most this % busy (env QUIET_MAX)")
 	quietWait := flag.Duration("quiet-wait", time.Duration(harness.EnvInt("QUIET_WAIT", 30))*time.Second, "but no longer than this (env QUIET_WAIT, seconds)")
 	flag.Parse()
+	for _, kind := range strings.Split(*xffMix, ",") {
+		if !strings.Contains(","+strings.Join(xffKinds, ",")+",", ","+kind+",") {
+			log.Fatalf("unknown -xff-mix kind %q (%s)", kind, strings.Join(xffKinds, ", "))
+		}
+		o.xff.mix = append(o.xff.mix, kind)
+	}
 	if o.bin == "" || o.upstream == "" || !strings.HasPrefix(o.upstream, "http://127.0.0.1:") {
 		fmt.Fprintln(os.Stderr, "usage: attack -bin PATH -upstream http://127.0.0.1:PORT [-config FILE] [-rounds 3] [flags]")
 		os.Exit(2)

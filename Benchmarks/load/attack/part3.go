@@ -641,22 +641,38 @@ func xffValue(i int) string {
 	}
 }
 
-// xffRequest is client i's request: by turns GET /groups (the server's 1,000,000/s limit)
-// and GET /limited/groups (1/m: the bucket lasts a minute); three in four with a token that
-// does not verify (a 401 after the limit has counted it: a cheap answer, the same bucket).
+// The kinds of xff request. The default mix, refused ×3 then admitted, is three in four
+// with a token that does not verify and one in four without:
+//   - refused:  by turns GET /groups and GET /limited/groups with `Authorization: Bearer
+//     not-a-token` (a 401 after the limit has counted it: a cheap answer, the same bucket);
+//   - shared:   GET /groups without a token (the server's 1,000,000/s limit): it joins the
+//     honest clients' fetch of /groups in flight, if there is one;
+//   - admitted: GET /limited/groups without a token (1/m: the bucket lasts a minute): the
+//     client's first request is a whole fetch of its own, list and details.
+//
 // One in 16 repeats the client two before it, which /limited/groups answers 429.
-func xffRequest(addr string, i int) []byte {
+var xffKinds = []string{"refused", "shared", "admitted"}
+var xffDefaultMix = []string{"refused", "refused", "refused", "admitted"}
+
+// xffRequest is client i's request, of the kind mix[i % len(mix)].
+func xffRequest(addr string, i int, mix []string) []byte {
 	client := i
 	if i%16 == 15 {
 		client = i - 2
 	}
-	path := "/groups"
-	if i%2 == 1 {
-		path = "/limited/groups"
-	}
+	var path string
 	var headers []string
-	if i%4 != 3 {
+	switch mix[i%len(mix)] {
+	case "refused":
+		path = "/groups"
+		if i%2 == 1 {
+			path = "/limited/groups"
+		}
 		headers = append(headers, "Authorization: Bearer not-a-token")
+	case "shared":
+		path = "/groups"
+	default: // admitted
+		path = "/limited/groups"
 	}
 	return buildRequest(path, addr, xffValue(client), false, headers...)
 }
@@ -666,6 +682,13 @@ func xffRequest(addr string, i int) []byte {
 // or the attack's end.
 func xff(addr string, spec attackSpec, start time.Time, st *attackStats, connected *sync.WaitGroup) {
 	st.started = start
+	if spec.target != "" {
+		addr = spec.target
+	}
+	mix := spec.mix
+	if len(mix) == 0 {
+		mix = xffDefaultMix
+	}
 	end := start.Add(spec.duration)
 	pace := newRequestLimiter(spec.perSecond)
 	depth := spec.depth
@@ -691,7 +714,7 @@ func xff(addr string, spec attackSpec, start time.Time, st *attackStats, connect
 				}
 				var batch bytes.Buffer
 				for i := first; i < first+n; i++ {
-					batch.Write(xffRequest(addr, i))
+					batch.Write(xffRequest(addr, i, mix))
 				}
 				st.requests.Add(int64(n))
 				if k.conn == nil {
