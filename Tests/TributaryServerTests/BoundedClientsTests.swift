@@ -57,6 +57,19 @@ struct BoundedClientsTests {
         #expect(limiter.decide("ip:0", policy: "default", gcra).admitted)
     }
 
+    @Test("client names are keyed by their bytes: the Kelvin sign and K, NFC and NFD é, are buckets of their own")
+    func namesByBytes() {
+        let limiter = LocalRateLimiter(capacity: 1000)
+        let gcra = GCRA(Configuration.RateLimit(perSecond: 1.0 / 3600, burst: 1))
+        for name in ["sub:K", "sub:\u{212A}", "sub:\u{E9}", "sub:e\u{301}"] {
+            #expect(limiter.decide(name, policy: "default", gcra).admitted, "\(name): its own bucket, its own burst")
+            #expect(!limiter.decide(name, policy: "default", gcra).admitted, "\(name): its bucket is empty now")
+        }
+        #expect(limiter.clientCount == 4)
+        // The same name under another policy is another bucket.
+        #expect(limiter.decide("sub:K", policy: "other", gcra).admitted)
+    }
+
     @Test("a refused client that keeps asking is the most recent: a flood of fewer new names than the bound does not free it")
     func refusedStaysKnown() {
         let limiter = LocalRateLimiter(capacity: 1000)

@@ -1,3 +1,4 @@
+import Aggregation
 import Synchronization
 
 /// The process's rate limits: each client's TAT (``GCRA``) under each policy, for every
@@ -20,10 +21,34 @@ import Synchronization
 final class LocalRateLimiter: Sendable {
     static let defaultCapacity = 100_000
 
-    /// A client under one policy.
+    /// A client under one policy, compared by its bytes, as everything from outside is keyed:
+    /// two token subjects that differ only by Unicode equivalence (`K` and the Kelvin sign)
+    /// are two clients, each with its own burst.
+    ///
+    /// Its hash is taken once, when the key is made, before the lock: the table hashes a key
+    /// up to four times in one decision (a lookup, a second for the insert, an evicted key's
+    /// removal, the insert itself), all under the one lock every worker waits on.
     struct Key: Hashable, Sendable {
         let policy: String
         let client: String
+        private let hash: Int
+
+        init(policy: String, client: String) {
+            self.policy = policy
+            self.client = client
+            var hasher = Hasher()
+            ExactText.hash(policy, into: &hasher)
+            ExactText.hash(client, into: &hasher)
+            hash = hasher.finalize()
+        }
+
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.hash == rhs.hash && lhs.client.utf8.elementsEqual(rhs.client.utf8) && lhs.policy.utf8.elementsEqual(rhs.policy.utf8)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(hash)
+        }
     }
 
     let capacity: Int
