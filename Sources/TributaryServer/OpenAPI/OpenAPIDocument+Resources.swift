@@ -205,10 +205,14 @@ extension OpenAPIDocument {
         case .pages(let settings):
             described(
                 "One row per item, in the upstream's order. A row whose next page failed keeps what it loaded, with an `error` member (`ItemError`).",
-                .object([("type", .string("array")), ("items", object(required: [
-                    (settings.definition.rowItemKey, item(idMember: settings.definition.idMember)),
-                    (settings.definition.rowPagesKey, .object([
-                        ("type", .string("array")), ("description", .string("The item's pages loaded so far, in order.")),
+                .object([("type", .string("array")), ("items", .object([
+                    ("type", .string("object")),
+                    ("description", .string("Its item and pages; each left out when `fields` does not name it.")),
+                    ("properties", .object([
+                        (settings.definition.rowItemKey, item(idMember: settings.definition.idMember)),
+                        (settings.definition.rowPagesKey, .object([
+                            ("type", .string("array")), ("description", .string("The item's pages loaded so far, in order.")),
+                        ])),
                     ])),
                 ]))]))
         case .search(let settings):
@@ -284,11 +288,12 @@ extension OpenAPIDocument {
             schema: .object([("type", .string("string")), ("maxLength", .integer(SearchView.maximumQueryLength))]))
     }
 
-    /// An upstream item as Tributary passes it on: an object with its id.
+    /// An upstream item as Tributary passes it on: an object with its id, unless `fields`
+    /// (the client's, or the resource's) leaves the id out.
     private static func item(idMember: String) -> JSON {
         .object([
             ("type", .string("object")),
-            ("required", .array([.string(idMember)])),
+            ("description", .string("The item, with its `\(idMember)` unless `fields` leaves it out.")),
             ("properties", .object([(idMember, .object([("type", .array([.string("string"), .string("number")]))]))])),
         ])
     }
