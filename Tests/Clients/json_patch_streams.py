@@ -11,7 +11,11 @@ version, and that the event's id is that GET's ETag:
    random changes of the list and of its items' details;
 2. `GET /events?resource=groups&resource=search&search.q=…&updates=patch` (one stream, two
    resources; the search a view of its own, changed through its input `q`): 500 more, each of
-   one resource, the search's documents arbitrary JSON.
+   one resource, the search's documents arbitrary JSON;
+3. `GET /groups?updates=patch&progressive=true&fields=id,taskCount,tags.name`: a new
+   pipeline's first document in steps (the list, then the details), each event applied, the
+   last equal to the JSON GET with those fields; then 500 more changes, each checked against
+   that GET (a change of members it does not keep sends nothing).
 
 Changes are inserts, removals, moves, shuffles, edits of members and of nested values, ids
 that are numbers and strings (`7` and `"7"` both), repeated ids, items without an id. After a
@@ -259,7 +263,15 @@ class Upstream:
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address) -> None:
+                # A call the service cancelled (a refresh superseded, a pipeline stopped) ends
+                # in a reset: expected, and not worth a traceback.
+                if isinstance(sys.exc_info()[1], ConnectionResetError):
+                    return
+                super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -439,6 +451,50 @@ def groups_stream(world: World, service: Service, changes: int) -> str:
         stream.close()
 
 
+# The members the projected stream keeps: the id, the count, and one nested member of each tag.
+PROJECTION = "id,taskCount,tags.name"
+
+
+def projected_stream(world: World, service: Service, changes: int) -> str:
+    """`GET /groups?updates=patch&progressive=true&fields=…`: a new pipeline's first document
+    progressively (the list, then the details), then each change of the kept members as a
+    patch; a change the projection does not show sends nothing."""
+    path = f"/groups?fields={PROJECTION}"
+    stream = Stream(service, f"{path}&updates=patch&progressive=true")
+    try:
+        # The first document may come in steps: the last one is the JSON GET's.
+        served, current = service.get(path)
+        partial = 0
+        while True:
+            _, event_id = stream.take(False, "groups")
+            if event_id == current:
+                break
+            partial += 1
+            check(partial < 50, f"no complete first document after {partial} events")
+        check(same(stream.documents["groups"], served), "the first complete document is not GET " + path)
+        quiet = 0
+        for step in range(1, changes + 1):
+            before = world.answered
+            world.change_groups()
+            service.request("POST", "/groups/reload")
+            served, version = service.get(path)
+            world.wait_for_calls(before + 2 * world.calls_per_fetch())
+            if version == current:
+                quiet += 1  # the kept members did not change: no event is due
+                continue
+            _, event_id = stream.take(False, "groups")
+            check(event_id == version, f"change {step}: an event with id {event_id}, the kept document's version is {version}")
+            check(same(stream.documents["groups"], served), f"change {step}: the patched groups are not GET {path}:\n"
+                  f"  patched {json.dumps(stream.documents['groups'], ensure_ascii=False)[:600]}\n"
+                  f"  served  {json.dumps(served, ensure_ascii=False)[:600]}")
+            current = event_id
+        counts = stream.counts
+        return (f"{partial} partial first documents, then {changes} changes: {counts['patch']} patches"
+                f" ({counts['operations']} operations), {counts['snapshot']} snapshots, {quiet} changes the kept members did not show")
+    finally:
+        stream.close()
+
+
 def events_stream(world: World, service: Service, changes: int) -> str:
     world.searches["s0"] = [world.item() for _ in range(8)]
     stream = Stream(service, "/events?resource=groups&resource=search&search.q=s0&updates=patch")
@@ -499,7 +555,8 @@ def main() -> int:
         service = Service(upstream.port, directory)
         try:
             for name, run in (("GET /groups?updates=patch", groups_stream),
-                              ("GET /events?resource=groups&resource=search&updates=patch", events_stream)):
+                              ("GET /events?resource=groups&resource=search&updates=patch", events_stream),
+                              (f"GET /groups?updates=patch&progressive=true&fields={PROJECTION}", projected_stream)):
                 try:
                     print(f"  {name}: {run(world, service, arguments.changes)}; every document equal to its JSON GET,"
                           f" every id its ETag")

@@ -114,6 +114,49 @@ struct ProjectedFieldsTests {
         await world.stop()
     }
 
+    @Test("a Last-Event-ID naming the kept document's version resumes from it: the next change is a patch of the kept members")
+    func resumeFromProjectedVersion() async throws {
+        let world = try await World.start(groups: 8)
+        let first = try await world.service.events("/groups?fields=id,name&updates=patch")
+        let snapshot = try await first.next(type: "snapshot")
+        first.close()
+        let resumed = try await world.service.events(
+            "/groups?fields=id,name&updates=patch", headers: [("Last-Event-ID", try #require(snapshot.id))])
+        _ = try await resumed.next(type: "stream")
+        world.fixture.update { $0.groups[1].taskCount = 77 }      // not kept: nothing for this stream
+        try await world.reloadAndWaitForRefresh()
+        world.fixture.update { $0.groups[6].name = "Six" }
+        try await world.reloadAndWaitForRefresh()
+        let next = try await resumed.next()
+        #expect(next.type == "patch", "the client has the kept document: no snapshot again")
+        #expect(next.data == #"[{"op":"replace","path":"/6/name","value":"Six"}]"#)
+        resumed.close()
+        await world.stop()
+    }
+
+    @Test("GET /events with several projections: each resource keeps its own fields")
+    func eventsSeveralProjections() async throws {
+        let world = try await EventsStreamTests.World.start(groups: 3)
+        let stream = try await world.service.events(
+            "/events?resource=groups&resource=rows&groups.fields=name&rows.fields=topic.title,medias.id")
+        var documents: [String: JSON] = [:]
+        while documents.count < 2 {
+            let data = try JSON(parsing: Array(try await stream.next(type: "snapshot").data.utf8))
+            documents[try #require(data["resource"]?.stringValue)] = data["data"]
+        }
+        let groups = try #require(documents["groups"]?.arrayValue)
+        #expect(groups.count == 3 && groups.allSatisfy { $0.objectValue?.map(\.key) == ["name"] })
+        let rows = try #require(documents["rows"]?.arrayValue)
+        #expect(!rows.isEmpty)
+        for row in rows {
+            #expect(row.objectValue?.map(\.key) == ["topic", "medias"])
+            #expect(row["topic"]?.objectValue?.map(\.key) == ["title"])
+            #expect(row["medias"]?.arrayValue?.allSatisfy { $0.objectValue?.map(\.key) == ["id"] } == true)
+        }
+        stream.close()
+        await world.stop()
+    }
+
     @Test("resources.NAME.fields is what the resource serves at all; a client's fields only narrow it")
     func servedFields() async throws {
         let world = try await World.start(groups: 3, yaml: "fields: [id, name, taskCount]")
