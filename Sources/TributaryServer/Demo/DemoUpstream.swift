@@ -27,6 +27,8 @@ import HTTPCore
 public final class DemoUpstream {
     private let server: HTTPServer
     private var router = Router<(ServerRequest) -> Void>()
+    /// The answers `slowDetail` holds back; cancelled with the demo, so none outlives it.
+    private let delayed: DelayedAnswers
 
     /// The group whose details a `slowDetail` delays.
     public static let slowGroupIndex = 2
@@ -34,15 +36,12 @@ public final class DemoUpstream {
     public init(loop: EventLoop, slowDetail: Duration = .zero) throws {
         server = try HTTPServer(loop: loop) { _ in }
         let slowID = DemoData.id(for: DemoData.groupNames[Self.slowGroupIndex])
+        let delayed = DelayedAnswers(loop: loop)
+        self.delayed = delayed
         /// Runs `answer` now, or after `slowDetail` when `slow`.
         let answering = { (slow: Bool, answer: @escaping () -> Void) in
             guard slow, slowDetail > .zero else { return answer() }
-            var timer: LoopTimer?
-            timer = LoopTimer(loop: loop) {
-                answer()
-                timer = nil
-            }
-            timer?.schedule(after: slowDetail)
+            delayed.answer(after: slowDetail, answer)
         }
         router.add(.get, "/groups") { $0.respond(json: DemoData.groups) }
         router.add(.get, "/groups/{id}/metadata") { request in
@@ -109,6 +108,10 @@ public final class DemoUpstream {
         }
     }
 
+    deinit {
+        delayed.cancelAll()
+    }
+
     /// A `--slow-detail` value (`2s`, `1500ms`), as configuration durations are written.
     public static func delay(_ text: String) -> Duration? {
         ConfigDuration.parse(text)
@@ -118,6 +121,34 @@ public final class DemoUpstream {
     @discardableResult
     public func bind(_ address: ListenAddress) throws -> UInt16 {
         try server.bind(host: address.host, port: address.port)
+    }
+}
+
+/// Answers held back, each by a timer of its own, until it fires or the demo goes.
+/// Loop-confined.
+private final class DelayedAnswers {
+    private let loop: EventLoop
+    private var timers: [ObjectIdentifier: LoopTimer] = [:]
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    func answer(after delay: Duration, _ answer: @escaping () -> Void) {
+        var key: ObjectIdentifier?
+        let timer = LoopTimer(loop: loop) { [weak self] in
+            if let key { self?.timers[key] = nil }
+            answer()
+        }
+        key = ObjectIdentifier(timer)
+        timers[ObjectIdentifier(timer)] = timer
+        timer.schedule(after: delay)
+    }
+
+    /// Nothing held back is answered any more: each timer, and the request it holds, goes.
+    func cancelAll() {
+        for timer in timers.values { timer.cancel() }
+        timers = [:]
     }
 }
 
