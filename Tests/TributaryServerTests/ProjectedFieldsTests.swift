@@ -117,9 +117,9 @@ struct ProjectedFieldsTests {
     @Test("a Last-Event-ID naming the kept document's version resumes from it: the next change is a patch of the kept members")
     func resumeFromProjectedVersion() async throws {
         let world = try await World.start(groups: 8)
+        // Kept open: the pipeline keeps its current document, which the resumed stream starts from.
         let first = try await world.service.events("/groups?fields=id,name&updates=patch")
         let snapshot = try await first.next(type: "snapshot")
-        first.close()
         let resumed = try await world.service.events(
             "/groups?fields=id,name&updates=patch", headers: [("Last-Event-ID", try #require(snapshot.id))])
         _ = try await resumed.next(type: "stream")
@@ -131,6 +131,7 @@ struct ProjectedFieldsTests {
         #expect(next.type == "patch", "the client has the kept document: no snapshot again")
         #expect(next.data == #"[{"op":"replace","path":"/6/name","value":"Six"}]"#)
         resumed.close()
+        first.close()
         await world.stop()
     }
 
