@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Prints config/tributary.yaml with every resource's `coalesce` set to on|off, for the
-# benchmarks: the peers of ../shared/bench do not coalesce identical requests, so a run side
-# by side with them (or one that counts CPU per request) sets it off; `on` measures what
-# coalescing buys.
+# Prints config/tributary.yaml with every resource's `coalesce` and every upstream's
+# `revalidate` set to on|off, for the benchmarks: the peers of ../shared/bench neither coalesce
+# identical requests nor revalidate, so a run side by side with them (or one that counts CPU
+# per request) sets both off; `on` measures what they buy. (Revalidation never touches a
+# one-shot JSON GET without a detail cache, which is what the peers are measured on: off says
+# so in the file, it changes no figure.)
 #
 #   Benchmarks/coalesce-config.sh off > /tmp/tributary.yaml
 #   BATCH=50 BATCH_WINDOW=2ms Benchmarks/coalesce-config.sh off > /tmp/tributary.yaml
@@ -26,5 +28,7 @@ if [ -n "${BATCH:-}" ]; then
         batch+=(-e "s/^      # batchWindow: [^ ]+(.*)$/      batchWindow: $BATCH_WINDOW\1/")
     fi
 fi
-# Every resource's coalesce line dropped, then `coalesce: <value>` after its `kind:`.
-sed -E -e '/^    coalesce:/d' -e "s/^(    kind: .*)$/\1\n    coalesce: $value/" "${batch[@]}" "$root/config/tributary.yaml"
+# Every resource's coalesce line dropped, then `coalesce: <value>` after its `kind:`; every
+# upstream's revalidate line dropped, then `revalidate: <value>` after its `url:`.
+sed -E -e '/^    (coalesce|revalidate):/d' -e "s/^(    kind: .*)$/\1\n    coalesce: $value/" \
+    -e "s/^(    url: .*)$/\1\n    revalidate: $value/" "${batch[@]}" "$root/config/tributary.yaml"

@@ -267,7 +267,7 @@ public final class Worker {
             ?? makeUpstream(settings.upstream, pipeline.definition.upstream)
         let list = ListResource(
             name: name, upstream: upstream, definition: settings.definition, parameters: pipeline.request.parameters,
-            caller: pipeline.request.caller, sharing: detailSharing(of: name, pipeline.definition))
+            caller: pipeline.request.caller, sharing: detailSharing(of: name, pipeline.definition), revalidates: true)
         let window = configuration.sse.progressiveWindow
         let local = LiveResource(
             name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:),

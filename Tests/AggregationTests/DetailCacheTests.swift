@@ -32,6 +32,66 @@ struct DetailCacheTests {
         #expect(cache.keptBytes == 0)
     }
 
+    @Test("an expired entry with validators stays, to be revalidated; a 304 makes it fresh again")
+    func staleUntilRevalidated() throws {
+        let clock = ManualClock()
+        let cache = DetailCache(maxAge: .seconds(10), budget: 1 << 20, clock: clock.read)
+        let validators = try #require(Validators(entityTag: #""v1""#, lastModified: nil))
+        cache.keep(Self.details(1), for: Self.key("/g/1"), answer: AnswerHeaders(validators: validators))
+        cache.keep(Self.details(2), for: Self.key("/g/2"))
+        clock.advance(by: .seconds(10))
+        guard case .stale(let details, let sent) = cache.lookup(Self.key("/g/1")) else {
+            Issue.record("an expired entry with an ETag is kept to revalidate")
+            return
+        }
+        #expect(details == Self.details(1) && sent == validators)
+        #expect(sent.conditionalHeaders.map { "\($0.0): \($0.1)" } == [#"If-None-Match: "v1""#])
+        guard case .missing = cache.lookup(Self.key("/g/2")) else {
+            Issue.record("an expired entry without validators is dropped")
+            return
+        }
+        cache.refresh(Self.key("/g/1"), with: AnswerHeaders(validators: validators))
+        #expect(cache.details(for: Self.key("/g/1")) == Self.details(1), "fresh for another 10 s")
+        clock.advance(by: .seconds(10))
+        #expect(cache.details(for: Self.key("/g/1")) == nil)
+    }
+
+    @Test("cacheFor: upstream reads Cache-Control as a private cache; hostile numbers are clamped, never trusted")
+    func upstreamFreshness() throws {
+        let clock = ManualClock()
+        let cache = DetailCache(freshness: .upstream, budget: 1 << 20, clock: clock.read)
+        let tag = try #require(Validators(entityTag: #""t""#, lastModified: nil))
+        /// Whether details kept with `cacheControl` (and `age`) are fresh `after` that long, or kept at all.
+        func state(_ cacheControl: String?, age: String? = nil, validators: Validators? = nil, after: Duration) -> String {
+            let key = Self.key("/g/\(cacheControl ?? "none")-\(age ?? "")-\(after)")
+            cache.keep(Self.details(1), for: key, answer: AnswerHeaders(validators: validators, cacheControl: cacheControl, age: age))
+            clock.advance(by: after)
+            defer { clock.advance(by: .zero - after) }
+            return switch cache.lookup(key) {
+            case .fresh: "fresh"
+            case .stale: "stale"
+            case .missing: "missing"
+            }
+        }
+        #expect(state("max-age=60", after: .seconds(59)) == "fresh")
+        #expect(state("max-age=60", after: .seconds(60)) == "missing", "expired, no validator: dropped")
+        #expect(state("max-age=60", validators: tag, after: .seconds(60)) == "stale")
+        #expect(state("public, max-age=60", age: "50", after: .seconds(11)) == "missing", "Age counts")
+        #expect(state("Max-Age = \"60\"", after: .seconds(59)) == "fresh", "names are case-insensitive; a quoted value is tolerated")
+        #expect(state("no-cache, max-age=60", validators: tag, after: .zero) == "stale", "no-cache: revalidated on every use")
+        #expect(state("no-store, max-age=60", validators: tag, after: .zero) == "missing", "no-store: never kept")
+        #expect(state(nil, validators: tag, after: .zero) == "stale", "no max-age: revalidated on every use")
+        #expect(state(nil, after: .zero) == "missing", "nothing to revalidate with, fresh for no time: not kept")
+        for hostile in ["max-age=18446744073709551616", "max-age=99999999999999999999999999"] {
+            #expect(state(hostile, after: .seconds(86_400 * 365)) == "fresh", "\(hostile): at most 2^31 s")
+        }
+        for hostile in ["max-age=-1", "max-age=1e308", "max-age=inf", "max-age=nan", "max-age=", "max-age", "=", ",,,", "max-age=0x10"] {
+            #expect(state(hostile, validators: tag, after: .zero) == "stale", "\(hostile): no freshness")
+        }
+        #expect(state("max-age=60", age: "18446744073709551616", validators: tag, after: .zero) == "stale", "a huge Age: stale at once")
+        #expect(state("max-age=60", age: "-5", after: .seconds(59)) == "fresh", "an Age that is no number is ignored")
+    }
+
     @Test("one identity never reads another's details of the same call")
     func perIdentity() {
         let cache = DetailCache(maxAge: .seconds(10), budget: 1 << 20)

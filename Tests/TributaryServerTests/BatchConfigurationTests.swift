@@ -57,7 +57,10 @@ struct BatchConfigurationTests {
         #expect(full.batch == DetailBatch(path: "/t/{team}/m?x=1", parameter: "key", style: .repeat, max: 7, itemsAt: JSONPath("data.items"), idMember: "uid"))
         #expect(full.batchWindow == .milliseconds(2))
         #expect(full.cacheFor == .seconds(30))
+        #expect(full.detailFreshness == .fixed(.seconds(30)))
         #expect(full.cacheBytes == 1024)
+        let followed = try Self.definition(#"{path: "/groups/{id}/metadata", value: result, cacheFor: upstream}"#)
+        #expect(followed.detailFreshness == .upstream, "cacheFor: upstream takes each answer's Cache-Control")
     }
 
     @Test("every bad value is refused, naming its key")
@@ -76,7 +79,8 @@ struct BatchConfigurationTests {
             ("{batch: /m}", "t.yaml: resources.groups.details.batch: expected a mapping of keys"),
             ("{batch: {path: /m}, batchWindow: soon}", "t.yaml: resources.groups.details.batchWindow: expected a duration"),
             (#"{path: "/g/{id}", batchWindow: 2ms}"#, "t.yaml: resources.groups.details.batchWindow: a window shares batch calls: it needs details.batch"),
-            (#"{path: "/g/{id}", cacheFor: -1s}"#, "t.yaml: resources.groups.details.cacheFor: expected a duration"),
+            (#"{path: "/g/{id}", cacheFor: -1s}"#, "t.yaml: resources.groups.details.cacheFor: expected upstream or a duration"),
+            (#"{path: "/g/{id}", cacheFor: Upstream}"#, "t.yaml: resources.groups.details.cacheFor: expected upstream or a duration"),
             (#"{path: "/g/{id}", cacheBytes: lots}"#, "t.yaml: resources.groups.details.cacheBytes: expected a whole number from 0 to 4294967296"),
             (#"{path: "/g/{id}", cacheSize: 5}"#, "t.yaml: resources.groups.details.cacheSize: unknown key"),
             (#"{path: "/g", batch: {path: /m}}"#, "t.yaml: resources.groups.details.path: must hold {id} exactly once"),

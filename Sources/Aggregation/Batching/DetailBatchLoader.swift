@@ -38,6 +38,9 @@ final class DetailBatchLoader {
     private let batch: DetailBatch
     private let callPath: BatchCallPath
     private let window: Duration
+    /// How its calls revalidate: as the first live pipeline's that asked (every snapshot it
+    /// serves has its identity and calls alike); nil while only one-shot answers asked.
+    private var revalidation: Revalidation?
     /// By id, byte for byte (``ExactText``): ids an upstream tells apart are fetched apart.
     private var slots: [ExactText: Slot] = [:]
     /// Ids asked and not yet in a call, in the order first asked; from ``pendingHead`` on,
@@ -120,8 +123,10 @@ final class DetailBatchLoader {
 
     /// `waiter` waits for the details of `ids` (distinct, each with the tag it is to be
     /// answered with), asked for `trace`. A result may come before this returns (a call
-    /// refused at once, such as by an open circuit).
-    func ask(_ ids: [(id: String, tag: Int)], for waiter: any DetailWaiter, trace: TraceContext) {
+    /// refused at once, such as by an open circuit). A live pipeline's `revalidation` makes its
+    /// calls from now on revalidate.
+    func ask(_ ids: [(id: String, tag: Int)], for waiter: any DetailWaiter, trace: TraceContext, revalidation: Revalidation?) {
+        if self.revalidation == nil { self.revalidation = revalidation }
         slots.reserveCapacity(slots.count + ids.count)
         for (id, tag) in ids {
             var isNew = false
@@ -198,7 +203,8 @@ final class DetailBatchLoader {
     }
 
     private func send(_ slots: [Slot]) {
-        let call = DetailBatchCall(loader: self, slots: slots, path: callPath.path(for: slots.map(\.id)), trace: slots[0].trace)
+        let call = DetailBatchCall(
+            loader: self, slots: slots, path: callPath.path(for: slots.map(\.id)), trace: slots[0].trace, revalidation: revalidation)
         for slot in slots { slot.call = call }
         calls.append(call)
         resource.sharing?.batches?.increment()
@@ -282,7 +288,7 @@ final class DetailBatchLoader {
             if let cache = resource.detailCache {
                 for slot in call.slots {
                     guard let details = slot.details, details.isObject else { continue }
-                    cache.keep(details, for: DetailCache.Key(identity: resource.identity, call: callPath.path(for: slot.id)))
+                    cache.keep(details, for: DetailCache.Key(identity: resource.identity, call: callPath.path(for: slot.id)), answer: call.answered)
                 }
             }
             for slot in call.slots {
@@ -315,15 +321,18 @@ final class DetailBatchCall: JSONFetch<Void> {
     /// Its ids that someone waits for: at zero it is cancelled.
     var waitedOn: Int
 
-    init(loader: DetailBatchLoader, slots: [DetailBatchLoader.Slot], path: String, trace: TraceContext) {
+    init(loader: DetailBatchLoader, slots: [DetailBatchLoader.Slot], path: String, trace: TraceContext, revalidation: Revalidation?) {
         self.loader = loader
         self.slots = slots
         waitedOn = slots.count
         // The answer's own object is parsed, its items kept as text: each is read.
         super.init(
             upstream: loader.resource.upstream, path: path, headers: loader.resource.callHeaders, trace: trace,
-            keeping: .objectsInsideTheDocument)
+            keeping: .objectsInsideTheDocument, revalidation: revalidation)
     }
+
+    /// The detail cache keeps each id's details as the batch answer's headers say.
+    override var keepsAnswerHeaders: Bool { loader.resource.detailCache != nil }
 
     override func read(_ document: JSON) -> Result<Void, ResourceError> {
         loader.readDetails(in: document, of: self)

@@ -10,6 +10,11 @@ import Synchronization
 /// values are in it) and by the ``Identity`` it was fetched for, so no identity ever reads
 /// details fetched with another's credentials.
 ///
+/// An entry is fresh for `details.cacheFor` (``DetailFreshness``: a fixed time, or what its
+/// upstream answer's `Cache-Control` says). An expired entry whose answer had validators
+/// stays (within the budget) to be revalidated: the next fetch of the detail asks with them,
+/// and a `304` makes the kept details fresh again (``refresh(_:with:)``).
+///
 /// Each entry is kept in a text of its own (``compact(_:)``), never as a part of the upstream's
 /// body: a batch answer's items would otherwise each hold the whole answer, uncounted.
 ///
@@ -17,6 +22,7 @@ import Synchronization
 /// let cache = DetailCache(maxAge: .seconds(30), budget: 32 << 20)
 /// cache.keep(details, for: DetailCache.Key(identity: .anonymous, call: "/groups/g1/metadata"))
 /// cache.details(for: key)        // the details, until 30 s after they were kept
+/// cache.lookup(key)              // .fresh(details), then .stale(details, validators) to revalidate
 /// ```
 public final class DetailCache: Sendable {
     /// Whose details, fetched by which call.
@@ -37,44 +43,93 @@ public final class DetailCache: Sendable {
     public static let entryOverhead = 384
 
     /// How long details are reused after they were fetched.
-    public let maxAge: Duration
+    public let freshness: DetailFreshness
     private let clock: @Sendable () -> ContinuousClock.Instant
     private let store: Mutex<ByteBudgetedEntries<Key, Fetched>>
 
     private struct Fetched {
         let details: JSON
-        let at: ContinuousClock.Instant
+        var freshUntil: ContinuousClock.Instant
+        let validators: Validators?
+    }
+
+    /// What the cache holds for a key.
+    public enum Lookup {
+        /// Details to use as they are.
+        case fresh(JSON)
+        /// Expired details whose answer had validators: ask with them, and a `304` makes them fresh.
+        case stale(JSON, Validators)
+        case missing
     }
 
     /// A cache of at most `budget` bytes whose details are reused for `maxAge`; `clock` tells
     /// the time (tests turn it by hand).
-    public init(maxAge: Duration, budget: Int, clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
-        self.maxAge = maxAge
+    public convenience init(maxAge: Duration, budget: Int, clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
+        self.init(freshness: .fixed(maxAge), budget: budget, clock: clock)
+    }
+
+    /// A cache of at most `budget` bytes whose details are fresh as `freshness` says.
+    public init(freshness: DetailFreshness, budget: Int, clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
+        self.freshness = freshness
         self.clock = clock
         store = Mutex(ByteBudgetedEntries(budget: budget))
     }
 
-    /// The details kept for `key`, if fetched no longer than ``maxAge`` ago; a hit counts as
-    /// a use (the least recently used go first).
+    /// The details kept for `key`, if still fresh; a hit counts as a use (the least recently
+    /// used go first).
     public func details(for key: Key) -> JSON? {
+        if case .fresh(let details) = lookup(key) { return details }
+        return nil
+    }
+
+    /// What the cache holds for `key`: fresh details, expired ones to revalidate, or nothing
+    /// (an expired entry without validators is dropped). A hit counts as a use.
+    public func lookup(_ key: Key) -> Lookup {
         let now = clock()
-        return store.withLock { store -> JSON? in
-            guard let fetched = store[key] else { return nil }
-            guard now - fetched.at < maxAge else {
+        return store.withLock { store -> Lookup in
+            guard let fetched = store[key] else { return .missing }
+            if now < fetched.freshUntil {
+                store.touch(key)
+                return .fresh(fetched.details)
+            }
+            guard let validators = fetched.validators else {
                 store.remove(key)
-                return nil
+                return .missing
             }
             store.touch(key)
-            return fetched.details
+            return .stale(fetched.details, validators)
         }
     }
 
     /// Keeps `details` (an object, in a text of its own: ``compact(_:)``) for `key`, fetched
-    /// now, in place of what it had. Details larger than the whole budget are not kept.
-    public func keep(_ details: JSON, for key: Key) {
-        let bytes = details.serializedCount + key.call.utf8.count + key.identity.digest.utf8.count + Self.entryOverhead
-        let fetched = Fetched(details: details, at: clock())
+    /// now by an answer with `headers`, in place of what it had. Not kept: details larger than
+    /// the whole budget, an answer that says `no-store` (which also drops what was kept), and
+    /// one fresh for no time that cannot be revalidated.
+    public func keep(_ details: JSON, for key: Key, answer headers: AnswerHeaders = AnswerHeaders()) {
+        guard let lifetime = freshness.lifetime(of: headers), lifetime > .zero || headers.validators != nil else {
+            return store.withLock { $0.remove(key) }
+        }
+        let bytes = details.serializedCount + key.call.utf8.count + key.identity.digest.utf8.count
+            + (headers.validators?.byteCount ?? 0) + Self.entryOverhead
+        let fetched = Fetched(details: details, freshUntil: clock() + lifetime, validators: headers.validators)
         store.withLock { $0.keep(fetched, for: key, bytes: bytes) }
+    }
+
+    /// `key`'s details are current again (a `304` to their validators, with `headers`): fresh
+    /// for another lifetime, or dropped when the answer now says `no-store`.
+    public func refresh(_ key: Key, with headers: AnswerHeaders) {
+        let lifetime = freshness.lifetime(of: headers)
+        let now = clock()
+        store.withLock { store in
+            guard var fetched = store[key] else { return }
+            guard let lifetime else { return store.remove(key) }
+            store.remove(key)
+            fetched.freshUntil = now + lifetime
+            // The same bytes as before: its details and validators did not change.
+            let bytes = fetched.details.serializedCount + key.call.utf8.count + key.identity.digest.utf8.count
+                + (fetched.validators?.byteCount ?? 0) + Self.entryOverhead
+            store.keep(fetched, for: key, bytes: bytes)
+        }
     }
 
     /// Bytes the entries count now (at most the budget).

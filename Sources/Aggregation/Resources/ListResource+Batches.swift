@@ -135,7 +135,7 @@ private final class BatchedFanOut: Cancellable, DetailWaiter {
             let loader = resource.batchLoader()
             self.loader = loader
             awaitedCount = asked.count
-            loader.ask(asked, for: self, trace: trace)
+            loader.ask(asked, for: self, trace: trace, revalidation: resource.revalidation)
         }
         finishIfSettled()
         if onResult != nil { progress?.listed { [unowned self] in partialDocument } }
@@ -214,7 +214,7 @@ private final class BatchedListFetch: JSONFetch<[JSON]> {
         self.fanOut = fanOut
         super.init(
             upstream: fanOut.resource.upstream, path: fanOut.resource.listPath, headers: fanOut.resource.callHeaders, trace: fanOut.trace,
-            keeping: .objectsInsideTheDocument)
+            keeping: .objectsInsideTheDocument, revalidation: fanOut.resource.revalidation)
     }
 
     override func read(_ document: JSON) -> Result<[JSON], ResourceError> {

@@ -123,10 +123,15 @@ private final class ListFanOut: Cancellable {
                 .invalidItemID, resource.listPath,
                 "an item of \(resource.listPath) has no usable `\(resource.definition.idMember)`")))
         }
-        if resource.detailCache != nil, let details = resource.cachedDetails(at: path) {
-            return detailEnded(index, resource.merged(item, withCachedDetails: details, path: path))
+        var stale: (details: JSON, validators: Validators)?
+        if resource.detailCache != nil {
+            switch resource.cacheLookup(at: path) {
+            case .fresh(let details): return detailEnded(index, resource.merged(item, withCachedDetails: details, path: path))
+            case .stale(let details, let validators): stale = (details, validators)
+            case .missing: break
+            }
         }
-        let detail = DetailFetch(fanOut: self, index: index, item: item, path: path)
+        let detail = DetailFetch(fanOut: self, index: index, item: item, path: path, stale: stale)
         fetches[index] = detail
         detail.start()
     }
@@ -139,8 +144,14 @@ private final class ListFanOut: Cancellable {
     /// `item` merged with its details in `document` (a ``DetailFetch``'s read). Here, not in
     /// the fetch: read through another object, the resource was copied for the call (a retain
     /// and a release of each of its dozen references).
-    fileprivate func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
-        resource.merged(item, withDetailsFrom: document, path: path)
+    fileprivate func merged(_ item: JSON, withDetailsFrom document: JSON, path: String, answer: AnswerHeaders) -> Result<JSON?, ResourceError> {
+        resource.merged(item, withDetailsFrom: document, path: path, answer: answer)
+    }
+
+    /// `item` merged with its cached details, which a `304` with `answer`'s headers said are current.
+    fileprivate func merged(_ item: JSON, withRevalidated details: JSON, path: String, answer: AnswerHeaders) -> Result<JSON?, ResourceError> {
+        resource.refreshCachedDetails(at: path, answer: answer)
+        return resource.merged(item, withCachedDetails: details, path: path)
     }
 
     /// `result` is handed over: its value moves into ``merged``.
@@ -169,6 +180,10 @@ private final class ListFanOut: Cancellable {
 /// One item's detail fetch: the item merged with its details (its `read`), reported to the
 /// fan-out. One object per item, the fetch itself, rather than a subscriber of a fetch
 /// publisher, its subscription and closures for both ends for every item.
+///
+/// With a detail cache, the cache keeps the details with their validators (its answers are
+/// not kept twice, as ``Revalidation`` would): an expired entry's validators go with the
+/// call, and a `304` merges the cached details.
 private final class DetailFetch: JSONFetch<JSON?> {
     /// Strong, as the fan-out holds the fetch: the two let go of each other when it ends.
     private let fanOut: ListFanOut
@@ -176,16 +191,34 @@ private final class DetailFetch: JSONFetch<JSON?> {
     /// The item, the copy its path was read from, moved here: a constant of the fetch is lent
     /// to the merge as it is, where `items[index]` of the fan-out was copied for each read.
     private let item: JSON
+    /// The expired cached details it revalidates, and their validators.
+    private let stale: (details: JSON, validators: Validators)?
+    private let caches: Bool
 
-    init(fanOut: ListFanOut, index: Int, item: consuming JSON, path: String) {
+    init(fanOut: ListFanOut, index: Int, item: consuming JSON, path: String, stale: (details: JSON, validators: Validators)?) {
         self.fanOut = fanOut
         self.index = index
         self.item = item
-        super.init(upstream: fanOut.resource.upstream, path: path, headers: fanOut.resource.callHeaders, trace: fanOut.trace, keeping: .objects)
+        self.stale = stale
+        caches = fanOut.resource.detailCache != nil
+        super.init(
+            upstream: fanOut.resource.upstream, path: path, headers: fanOut.resource.callHeaders, trace: fanOut.trace, keeping: .objects,
+            revalidation: caches ? nil : fanOut.resource.revalidation)
+    }
+
+    override var keepsAnswerHeaders: Bool { caches }
+
+    override func validatorsToSend() -> Validators? {
+        stale?.validators ?? super.validatorsToSend()
+    }
+
+    override func notModified() -> Result<JSON?, ResourceError> {
+        guard let stale else { return super.notModified() }
+        return fanOut.merged(item, withRevalidated: stale.details, path: path, answer: answered)
     }
 
     override func read(_ document: JSON) -> Result<JSON?, ResourceError> {
-        fanOut.merged(item, withDetailsFrom: document, path: path)
+        fanOut.merged(item, withDetailsFrom: document, path: path, answer: answered)
     }
 
     override func deliver(_ result: consuming Result<JSON?, ResourceError>) {
@@ -203,7 +236,7 @@ private final class ListFetch: JSONFetch<[JSON]> {
         // Its items are all read: the document's own object is parsed, its items kept as text.
         super.init(
             upstream: fanOut.resource.upstream, path: fanOut.resource.listPath, headers: fanOut.resource.callHeaders, trace: fanOut.trace,
-            keeping: .objectsInsideTheDocument)
+            keeping: .objectsInsideTheDocument, revalidation: fanOut.resource.revalidation)
     }
 
     override func read(_ document: JSON) -> Result<[JSON], ResourceError> {

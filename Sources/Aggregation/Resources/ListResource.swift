@@ -43,6 +43,9 @@ public final class ListResource {
         public var batchWindow: Duration
         /// How long fetched details are reused across snapshots (zero: not kept). See ``DetailCache``.
         public var cacheFor: Duration
+        /// Whether the details' upstream answers say how long they are fresh instead
+        /// (`details.cacheFor: upstream`, ``DetailFreshness/upstream``).
+        public var cacheFollowsUpstream = false
         /// The bytes the process's ``DetailCache`` of the resource may hold.
         public var cacheBytes: Int
         /// The member that marks an item still waiting for its details in a progressive first
@@ -66,6 +69,19 @@ public final class ListResource {
             self.cacheFor = cacheFor
             self.cacheBytes = cacheBytes
             self.pendingMember = pendingMember
+        }
+
+        /// How long its cached details are fresh (`details.cacheFor`): ``cacheFor``, or as their
+        /// upstream answers say. Two stored fields rather than the enum, so that code building a
+        /// definition with a duration goes on doing so.
+        public var detailFreshness: DetailFreshness {
+            get { cacheFollowsUpstream ? .upstream : .fixed(cacheFor) }
+            set {
+                switch newValue {
+                case .upstream: (cacheFollowsUpstream, cacheFor) = (true, .zero)
+                case .fixed(let duration): (cacheFollowsUpstream, cacheFor) = (false, duration)
+                }
+            }
         }
     }
 
@@ -97,13 +113,18 @@ public final class ListResource {
     let sharing: DetailSharing?
     /// The process's cache of its details (`details.cacheFor`), if any.
     let detailCache: DetailCache?
+    /// How its calls ask whether their earlier answers changed: for a live pipeline's
+    /// resource of an upstream that revalidates, nil otherwise (a one-shot answer asks plainly).
+    let revalidation: Revalidation?
 
     /// The resource for `parameters` (its values already checked), fetched for `caller`: the
     /// paths of its calls are made here, once, not per call. `sharing` is what its snapshots
-    /// share with others of the resource (made once per resource, not per request).
+    /// share with others of the resource (made once per resource, not per request). A live
+    /// pipeline's resource `revalidates`: each refresh's calls send the validators of the
+    /// answers before (``Revalidation``).
     public init(
         name: String, upstream: Upstream, definition: Definition, parameters: ParameterValues = .none, caller: Caller = .anonymous,
-        sharing: DetailSharing? = nil
+        sharing: DetailSharing? = nil, revalidates: Bool = false
     ) {
         self.name = name
         self.upstream = upstream
@@ -121,6 +142,7 @@ public final class ListResource {
         }
         callHeaders = upstream.headers(for: caller)
         identity = caller.identity
+        revalidation = revalidates ? Revalidation(of: upstream, for: caller.identity) : nil
         self.sharing = sharing ?? (definition.batch == nil ? nil : DetailSharing(resource: name, definition: definition))
         detailCache = sharing?.cache
     }
@@ -171,8 +193,10 @@ public final class ListResource {
         }
     }
 
-    func merged(_ item: JSON, withDetailsFrom document: JSON, path: String) -> Result<JSON?, ResourceError> {
-        if let detailCache { keepDetails(from: document, path: path, in: detailCache) }
+    /// `item` merged with its details in `document`, the answer of `path` (with `answer`'s
+    /// headers, which the detail cache reads).
+    func merged(_ item: JSON, withDetailsFrom document: JSON, path: String, answer: AnswerHeaders = AnswerHeaders()) -> Result<JSON?, ResourceError> {
+        if let detailCache { keepDetails(from: document, path: path, answer: answer, in: detailCache) }
         // What ``merge(_:details:)`` splices when both texts are kept and share no name, found
         // without a `JSON` for the details on the way (two lookups and copies per item), and
         // the details' text read once, by the walk that compares the names.
@@ -226,11 +250,31 @@ public final class ListResource {
         return RawJSON(splicedText: RawJSON.splicing(item, details)).map(JSON.raw) ?? .object(item.members + details.members)
     }
 
-    /// The details kept in the cache for the detail call `path`, if any (counted as a hit).
+    /// The details kept in the cache for the detail call `path`, if fresh (counted as a hit).
     func cachedDetails(at path: String) -> JSON? {
         guard let detailCache, let details = detailCache.details(for: DetailCache.Key(identity: identity, call: path)) else { return nil }
         sharing?.cacheHits?.increment()
         return details
+    }
+
+    /// What the cache holds for the detail call `path`: fresh details (counted as a hit), or
+    /// expired ones to revalidate when the upstream revalidates (else as missing).
+    func cacheLookup(at path: String) -> DetailCache.Lookup {
+        guard let detailCache else { return .missing }
+        switch detailCache.lookup(DetailCache.Key(identity: identity, call: path)) {
+        case .fresh(let details):
+            sharing?.cacheHits?.increment()
+            return .fresh(details)
+        case .stale(let details, let validators):
+            return upstream.policy.revalidate ? .stale(details, validators) : .missing
+        case .missing:
+            return .missing
+        }
+    }
+
+    /// The cached details of `path` are current again: a `304` with `answer`'s headers.
+    func refreshCachedDetails(at path: String, answer: AnswerHeaders) {
+        detailCache?.refresh(DetailCache.Key(identity: identity, call: path), with: answer)
     }
 
     /// `item` merged with details from the cache (kept only when they were an object).
@@ -241,10 +285,10 @@ public final class ListResource {
         return .success(merged)
     }
 
-    /// Keeps the details in a detail answer, when they are an object.
-    private func keepDetails(from document: JSON, path: String, in cache: DetailCache) {
+    /// Keeps the details in a detail answer, when they are an object, as its headers allow.
+    private func keepDetails(from document: JSON, path: String, answer: AnswerHeaders, in cache: DetailCache) {
         guard let details = definition.detailAt.value(in: document), details.isObject else { return }
-        cache.keep(DetailCache.compact(details), for: DetailCache.Key(identity: identity, call: path))
+        cache.keep(DetailCache.compact(details), for: DetailCache.Key(identity: identity, call: path), answer: answer)
     }
 
     func error(_ code: ResourceError.Code, _ path: String, _ message: String) -> ResourceError {

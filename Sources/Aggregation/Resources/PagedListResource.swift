@@ -59,9 +59,16 @@ public struct PagedListResource {
     private let pageTemplate: PathTemplate
     /// The upstream's headers and those forwarded for its caller.
     private let callHeaders: UpstreamHeaders
+    /// How a live view's calls ask whether their earlier answers changed; nil for a JSON answer.
+    private let revalidation: Revalidation?
 
-    /// The resource for `parameters` (already checked), fetched for `caller`.
-    public init(name: String, upstream: Upstream, definition: Definition, parameters: ParameterValues = .none, caller: Caller = .anonymous) {
+    /// The resource for `parameters` (already checked), fetched for `caller`. A live view's
+    /// resource `revalidates`: its calls, repeated on a reload, send the validators of their
+    /// earlier answers (``Revalidation``).
+    public init(
+        name: String, upstream: Upstream, definition: Definition, parameters: ParameterValues = .none, caller: Caller = .anonymous,
+        revalidates: Bool = false
+    ) {
         self.name = name
         self.upstream = upstream
         self.definition = definition
@@ -71,6 +78,7 @@ public struct PagedListResource {
         }
         pageTemplate = template
         callHeaders = upstream.headers(for: caller)
+        revalidation = revalidates ? Revalidation(of: upstream, for: caller.identity) : nil
     }
 
     /// Every row with its first page (the JSON answer); every call a span of `trace`.
@@ -130,7 +138,7 @@ public struct PagedListResource {
     // MARK: - Calls
 
     private func items(trace: TraceContext) -> Upstream.FetchJSON<[JSON]> {
-        upstream.json(listPath, headers: callHeaders, trace: trace) { [listPath] list in
+        upstream.json(listPath, headers: callHeaders, trace: trace, revalidation: revalidation) { [listPath] list in
             guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
                 let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
                 return .failure(malformed(listPath, "expected an array at \(definition.itemsAt), found \(found)"))
@@ -149,7 +157,7 @@ public struct PagedListResource {
         // then follows it. The id, percent-encoded, holds no `?`.
         let separator = base.contains("?") ? "&" : "?"
         let path = cursor.map { base + separator + definition.cursorParameter + "=" + QueryString.percentEncoded($0) } ?? base
-        return upstream.json(path, headers: callHeaders, trace: trace) { document in
+        return upstream.json(path, headers: callHeaders, trace: trace, revalidation: revalidation) { document in
             guard let items = definition.pageItemsAt.value(in: document)?.arrayValue else {
                 let found = definition.pageItemsAt.value(in: document)?.kindDescription ?? "nothing"
                 return .failure(malformed(path, "expected an array at \(definition.pageItemsAt), found \(found)"))

@@ -23,15 +23,22 @@ public final class Upstream {
         public var backoff: Duration
         /// A larger response body fails the call (`upstream_unavailable`, not retried).
         public var maxResponseBytes: Int
+        /// Whether the calls live pipelines repeat ask "changed since?" with the validators
+        /// of their earlier answers (``Revalidation``).
+        public var revalidate: Bool
+        /// What one worker keeps of those earlier answers (``KeptAnswers``), in bytes.
+        public var revalidateBytes: Int
 
         public init(
             timeout: Duration = .seconds(5), retries: Int = 1, backoff: Duration = .milliseconds(100),
-            maxResponseBytes: Int = 8 * 1024 * 1024
+            maxResponseBytes: Int = 8 * 1024 * 1024, revalidate: Bool = true, revalidateBytes: Int = 32 * 1024 * 1024
         ) {
             self.timeout = timeout
             self.retries = retries
             self.backoff = backoff
             self.maxResponseBytes = maxResponseBytes
+            self.revalidate = revalidate
+            self.revalidateBytes = revalidateBytes
         }
     }
 
@@ -47,6 +54,9 @@ public final class Upstream {
     let metrics: UpstreamMetrics
     /// Shared by every worker's `Upstream` of this name; nil: calls are never refused.
     let breaker: CircuitBreaker?
+    /// The earlier answers of the calls live pipelines repeat, with their validators; nil
+    /// when ``Policy/revalidate`` is off.
+    public let keptAnswers: KeptAnswers?
 
     /// `headers` go on every call (the configuration refuses the names a client must not
     /// set); the client's headers named in `forward` go on every call its requests cause.
@@ -62,6 +72,7 @@ public final class Upstream {
         self.client = client
         self.breaker = breaker
         metrics = UpstreamMetrics(upstream: name)
+        keptAnswers = policy.revalidate ? KeptAnswers(budget: policy.revalidateBytes) : nil
     }
 
     /// GET `path` (percent-encoded, with any query) and parse the 2xx body as JSON; fails
@@ -93,11 +104,16 @@ public final class Upstream {
     ///
     /// With `keepingObjectText`, the body's objects come to `read` with their text where it can
     /// be copied out as is (``JSON/init(parsing:keepingObjectText:)``).
+    ///
+    /// With `revalidation`, the call asks with the validators of its earlier answer, and a
+    /// `304` reads that answer's document again (``Revalidation``).
     public func json<Value>(
         _ path: String, headers: UpstreamHeaders? = nil, trace: TraceContext, keepingObjectText: Bool = false,
-        read: @escaping (JSON) -> Result<Value, ResourceError>
+        revalidation: Revalidation? = nil, read: @escaping (JSON) -> Result<Value, ResourceError>
     ) -> FetchJSON<Value> {
-        FetchJSON(upstream: self, path: path, headers: headers ?? baseHeaders, trace: trace, keepsObjectText: keepingObjectText, read: read)
+        FetchJSON(
+            upstream: self, path: path, headers: headers ?? baseHeaders, trace: trace, keepsObjectText: keepingObjectText,
+            revalidation: revalidation, read: read)
     }
 
     /// See ``Upstream/json(_:read:)``.
@@ -110,7 +126,21 @@ public final class Upstream {
         let headers: UpstreamHeaders
         public let trace: TraceContext
         let keepsObjectText: Bool
+        let revalidation: Revalidation?
         let read: (JSON) -> Result<Value, ResourceError>
+
+        init(
+            upstream: Upstream, path: String, headers: UpstreamHeaders, trace: TraceContext, keepsObjectText: Bool,
+            revalidation: Revalidation? = nil, read: @escaping (JSON) -> Result<Value, ResourceError>
+        ) {
+            self.upstream = upstream
+            self.path = path
+            self.headers = headers
+            self.trace = trace
+            self.keepsObjectText = keepsObjectText
+            self.revalidation = revalidation
+            self.read = read
+        }
 
         public func receive<Downstream: Subscriber>(subscriber: Downstream)
         where Downstream.Input == Value, Downstream.Failure == ResourceError {
@@ -131,7 +161,7 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
         self.downstream = downstream
         super.init(
             upstream: fetch.upstream, path: fetch.path, headers: fetch.headers, trace: fetch.trace,
-            keeping: fetch.keepsObjectText ? .objects : .none)
+            keeping: fetch.keepsObjectText ? .objects : .none, revalidation: fetch.revalidation)
     }
 
     func request(_ demand: Subscribers.Demand) {
@@ -174,6 +204,15 @@ class JSONFetch<Value> {
     private let trace: TraceContext
     /// Which of the body's objects keep their text (``JSON/KeptText``).
     private let keptText: JSON.KeptText
+    /// Where its earlier answer is kept, for a call that revalidates.
+    private let revalidation: Revalidation?
+    /// The validators the call in flight sent: a `304` answers those, and only those.
+    private var sentValidators: Validators?
+    /// The kept answer they are the validators of.
+    private var keptAnswer: KeptAnswers.Answer?
+    /// The validators, `Cache-Control` and `Age` of the answer being read, for a subclass that
+    /// keeps it beyond the call (the detail cache); read only with ``keepsAnswerHeaders``.
+    private(set) var answered = AnswerHeaders()
     /// Whether the result was delivered or the fetch cancelled: nothing more happens then.
     private var isOver = false
     private var started = false
@@ -183,18 +222,43 @@ class JSONFetch<Value> {
     /// The breaker's ticket for the call in flight, to report its outcome with.
     private var ticket: CircuitBreaker.Ticket?
 
-    init(upstream: Upstream, path: String, headers: UpstreamHeaders, trace: TraceContext, keeping keptText: JSON.KeptText) {
+    init(
+        upstream: Upstream, path: String, headers: UpstreamHeaders, trace: TraceContext, keeping keptText: JSON.KeptText,
+        revalidation: Revalidation? = nil
+    ) {
         self.upstream = upstream
         self.path = path
         self.headers = headers
         self.trace = trace
         self.keptText = keptText
+        self.revalidation = revalidation
     }
 
     /// What the parsed 2xx body becomes; a failure fails the fetch (not retried).
     func read(_ document: JSON) -> Result<Value, ResourceError> {
         preconditionFailure("JSONFetch.read(_:) is a subclass's")
     }
+
+    /// The validators of an earlier answer to send with the next attempt, if any: those of
+    /// the answer kept for ``revalidation``. A subclass that keeps answers of its own (an
+    /// expired detail cache entry) names its own, and reads them in ``notModified()``.
+    func validatorsToSend() -> Validators? {
+        guard let revalidation else { return nil }
+        keptAnswer = revalidation.answers.answer(for: revalidation.key(of: path))
+        return keptAnswer?.validators
+    }
+
+    /// What a `304` to ``validatorsToSend()`` makes: the kept answer's document, read again.
+    func notModified() -> Result<Value, ResourceError> {
+        guard let keptAnswer else {
+            preconditionFailure("a subclass that names validators of its own reads its 304s itself")
+        }
+        return read(keptAnswer.document)
+    }
+
+    /// Whether the answer's validators and `Cache-Control` are wanted (``answered``), beyond
+    /// revalidation's own need.
+    var keepsAnswerHeaders: Bool { false }
 
     /// The fetch's one result; never after ``cancel()``. It may come inside ``start()`` (a
     /// circuit that is open, a full pool's line). Handed over (`consuming`), so a subclass can
@@ -229,10 +293,13 @@ class JSONFetch<Value> {
         case nil:
             break
         }
-        // The trace's headers are written by the client: one shared header array for all calls.
+        // The trace's headers are written by the client: one shared header array for all calls,
+        // but for those that ask with validators.
+        sentValidators = validatorsToSend()
         let request = UpstreamRequest(
-            base: upstream.base, path: path, headers: headers, trace: trace,
-            timeout: upstream.policy.timeout, maxResponseBytes: upstream.policy.maxResponseBytes)
+            base: upstream.base, path: path, headers: sentValidators.map { headers + $0.conditionalHeaders } ?? headers, trace: trace,
+            timeout: upstream.policy.timeout, keepsResponseHeaders: revalidation != nil || keepsAnswerHeaders,
+            maxResponseBytes: upstream.policy.maxResponseBytes)
         // A closure that captures nothing, handed the fetch: no allocation per call.
         call = upstream.client.execute(request, for: self) { fetch, result in
             unsafeDowncast(fetch, to: JSONFetch<Value>.self).callEnded(result)
@@ -280,6 +347,13 @@ class JSONFetch<Value> {
 
     private func received(_ response: UpstreamResponse) {
         guard !isOver else { return }
+        // A 304 answers the validators sent; to a call that sent none, it is a failure (below).
+        if response.status == 304, sentValidators != nil {
+            upstream.metrics.notModified.increment()
+            answered = AnswerHeaders(of: response)
+            if answered.validators == nil { answered.validators = sentValidators }
+            return readAndDeliver(notModified())
+        }
         guard (200..<300).contains(response.status) else {
             let error = ResourceError(
                 code: .upstreamStatus, upstream: upstream.name, path: path,
@@ -295,8 +369,25 @@ class JSONFetch<Value> {
                 code: .upstreamMalformed, upstream: upstream.name, path: path,
                 message: "upstream \(upstream.name): GET \(path) returned malformed JSON (\(error))"), retryable: false)
         }
+        if revalidation != nil || keepsAnswerHeaders {
+            answered = AnswerHeaders(of: response)
+            if let revalidation { keep(document, of: response, in: revalidation) }
+        }
+        readAndDeliver(read(document))
+    }
+
+    /// Keeps the answer for the next call's validators, or forgets the earlier one when this
+    /// one has none (it would name an answer no longer current).
+    private func keep(_ document: JSON, of response: UpstreamResponse, in revalidation: Revalidation) {
+        let key = revalidation.key(of: path)
+        guard let validators = answered.validators else { return revalidation.answers.forget(key) }
+        revalidation.answers.keep(document, validators: validators, for: key, bodyBytes: response.body.count)
+    }
+
+    /// Delivers what the answer read to: a failure to read fails the fetch (not retried).
+    private func readAndDeliver(_ result: consuming Result<Value, ResourceError>) {
         // The result goes on as it is: taking its value out and wrapping it again copied it.
-        let result = read(document)
+        let result = consume result
         if case .failure(let error) = result { return failed(error, retryable: false) }
         guard !isOver else { return }
         isOver = true

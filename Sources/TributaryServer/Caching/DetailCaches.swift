@@ -12,13 +12,13 @@ final class DetailCaches: Sendable {
 
     /// The cache of resource `name` as `definition` says, or nil when it keeps none.
     func cache(for name: String, definition: Configuration.ResourceDefinition) -> DetailCache? {
-        guard case .list(let settings) = definition.resource, settings.definition.cacheFor > .zero else {
+        guard case .list(let settings) = definition.resource, settings.definition.detailFreshness.keepsDetails else {
             caches.withLock { _ = $0.removeValue(forKey: name) }
             return nil
         }
         return caches.withLock { caches in
             if let known = caches[name], known.definition == definition { return known.cache }
-            let cache = DetailCache(maxAge: settings.definition.cacheFor, budget: settings.definition.cacheBytes)
+            let cache = DetailCache(freshness: settings.definition.detailFreshness, budget: settings.definition.cacheBytes)
             caches[name] = (definition, cache)
             return cache
         }

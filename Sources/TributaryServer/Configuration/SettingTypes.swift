@@ -48,6 +48,27 @@ extension SettingType {
         }
     }
 
+    /// `upstream`, or a duration within `range` (`details.cacheFor`).
+    static func detailFreshness(_ range: ClosedRange<Duration>) -> SettingType<DetailFreshness> {
+        let duration = SettingType<Duration>.duration(range)
+        return SettingType<DetailFreshness>(
+            bounds: .duration(range),
+            show: { freshness in
+                switch freshness {
+                case .upstream: "`upstream`"
+                case .fixed(let value): "`\(ConfigDuration.text(value))`"
+                }
+            }
+        ) { text, location throws(ConfigurationError) in
+            if text == "upstream" { return .upstream }
+            do throws(ConfigurationError) {
+                return try duration.parse(text, location).map(DetailFreshness.fixed)
+            } catch {
+                throw ConfigurationError(location, "expected upstream or " + error.problem.replacing("expected ", with: "", maxReplacements: 1))
+            }
+        }
+    }
+
     /// `true` or `false`, exactly.
     static var boolean: SettingType<Bool> {
         SettingType<Bool> { text, location throws(ConfigurationError) in

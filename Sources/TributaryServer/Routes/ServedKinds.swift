@@ -85,11 +85,14 @@ struct PagesKind: ServedKind {
     }
 
     func view(for asked: ResourceRequest, of request: ServerRequest, opener: StreamOpener) -> Result<any LiveViewModel, HTTPError> {
-        .success(RowsView(resource(for: asked), argument: settings.loadMoreArgument, trace: request.traceContext).keeping(asked.fields))
+        .success(RowsView(resource(for: asked, revalidates: true), argument: settings.loadMoreArgument, trace: request.traceContext).keeping(asked.fields))
     }
 
-    private func resource(for asked: ResourceRequest) -> PagedListResource {
-        PagedListResource(name: name, upstream: upstream, definition: settings.definition, parameters: asked.parameters, caller: asked.caller)
+    /// The resource for what `asked` names; a live view's `revalidates` (a JSON answer asks plainly).
+    private func resource(for asked: ResourceRequest, revalidates: Bool = false) -> PagedListResource {
+        PagedListResource(
+            name: name, upstream: upstream, definition: settings.definition, parameters: asked.parameters, caller: asked.caller,
+            revalidates: revalidates)
     }
 }
 
