@@ -271,7 +271,8 @@ public final class Worker {
         let window = configuration.sse.progressiveWindow
         let local = LiveResource(
             name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:),
-            firstDocument: { [loop] trace in list.progressiveSnapshot(trace: trace, loop: loop, window: window) })
+            firstDocument: { [loop] trace in list.progressiveSnapshot(trace: trace, loop: loop, window: window) },
+            reusedDocument: { list.reusedLastDocument })
         guard let cluster = shares.cluster else { return local }
         return cluster.agent.value.adopt(local, key: pipeline.key, maximumDocumentBytes: pipeline.definition.upstream.policy.maxResponseBytes)
     }

@@ -150,7 +150,10 @@ final class EvhttpConnection: UpstreamConnection {
         if let raw, evhttp_request_get_response_code(raw) > 0 {
             call.answered(UpstreamResponse(
                 status: Int(evhttp_request_get_response_code(raw)),
-                headers: call.request.keepsResponseHeaders ? HeaderList.entries(of: evhttp_request_get_input_headers(raw)) : [],
+                headers: call.request.keptResponseHeaders.isEmpty
+                    ? [] : HeaderList.entries(of: evhttp_request_get_input_headers(raw)).filter { entry in
+                        call.request.keptResponseHeaders.contains { $0.description == entry.name.lowercased() }
+                    },
                 body: evhttp_request_get_input_buffer(raw).map(EventBuffer.bytes(of:)) ?? []), reusable: true, at: .now)
         } else {
             let (kind, detail) = failure()

@@ -70,7 +70,9 @@ package struct HTTPResponseParser {
     package private(set) var keepsAlive = false
 
     private let limits: Limits
-    private let keepsHeaders: Bool
+    /// The headers kept in ``headers``, by lowercase name; nil: all of them.
+    private let keptHeaders: [StaticString]?
+    private var keepsHeaders: Bool { keptHeaders.map { !$0.isEmpty } ?? true }
     private let expectsBody: Bool
     private var phase = Phase.head
     /// A head (or chunk-size line) that began in an earlier input, when it did.
@@ -83,9 +85,14 @@ package struct HTTPResponseParser {
 
     /// `expectsBody`: false for a HEAD request, whose answer has none whatever it says.
     package init(limits: Limits, keepsHeaders: Bool, expectsBody: Bool) {
+        self.init(limits: limits, keptHeaders: keepsHeaders ? nil : [], expectsBody: expectsBody)
+    }
+
+    /// A parser that keeps only the headers named in `keptHeaders` (lowercase; nil: all).
+    package init(limits: Limits, keptHeaders: [StaticString]?, expectsBody: Bool) {
         // A negative limit (a client configured in code) refuses every head, as none fits.
         self.limits = Limits(maxHeadBytes: max(0, limits.maxHeadBytes), maxBodyBytes: limits.maxBodyBytes)
-        self.keepsHeaders = keepsHeaders
+        self.keptHeaders = keptHeaders
         self.expectsBody = expectsBody
     }
 
@@ -296,7 +303,7 @@ package struct HTTPResponseParser {
                     if parsedStatus.minorVersion == 0 && HTTPSyntax.equalsIgnoringCase(option, "keep-alive") { keepsAlive = true }
                 }
             }
-            if keepsHeaders {
+            if keepsHeaders, keptHeaders?.contains(where: { HTTPSyntax.tokenEqualsIgnoringCase(name, $0) }) ?? true {
                 headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
             }
         }

@@ -124,7 +124,7 @@ final class SocketConnection: UpstreamConnection {
         // each of its strings and arrays.
         parser = HTTPResponseParser(
             limits: .init(maxHeadBytes: limits.maxResponseHeaderBytes, maxBodyBytes: min(call.request.maxResponseBytes, limits.maxResponseBytes)),
-            keepsHeaders: call.request.keepsResponseHeaders, expectsBody: call.request.method != .head)
+            keptHeaders: call.request.keptResponseHeaders, expectsBody: call.request.method != .head)
         writeRequest(call.request)
         switch phase {
         case .fresh: connect()

@@ -23,9 +23,10 @@ public struct UpstreamRequest: Sendable {
     public var body: [UInt8]
     /// The whole call's deadline, queueing for a pooled connection included.
     public var timeout: Duration
-    /// Whether the response's headers are copied into ``UpstreamResponse/headers`` (most
-    /// callers only read the status and body, and copying costs on every call).
-    public var keepsResponseHeaders: Bool
+    /// The response headers copied into ``UpstreamResponse/headers``, by lowercase name (most
+    /// callers read only the status and body, and copying every header costs strings on
+    /// every call; a revalidating call wants its validators and caching headers only).
+    public var keptResponseHeaders: [StaticString]
     /// A larger response body fails the call with ``UpstreamError/Kind/responseTooLarge``
     /// (bounded again by the client's own ``UpstreamClient/Configuration/maxResponseBytes``).
     public var maxResponseBytes: Int
@@ -33,7 +34,7 @@ public struct UpstreamRequest: Sendable {
     public init(
         base: BaseURL, method: HTTPMethod = .get, path: String, headers: [(String, String)] = [],
         trace: TraceContext? = nil, body: [UInt8] = [], timeout: Duration = .seconds(10),
-        keepsResponseHeaders: Bool = false, maxResponseBytes: Int = 8 * 1024 * 1024
+        keptResponseHeaders: [StaticString] = [], maxResponseBytes: Int = 8 * 1024 * 1024
     ) {
         self.base = base
         self.method = method
@@ -42,7 +43,7 @@ public struct UpstreamRequest: Sendable {
         storedTrace = TraceSlot(context: trace)
         self.body = body
         self.timeout = timeout
-        self.keepsResponseHeaders = keepsResponseHeaders
+        self.keptResponseHeaders = keptResponseHeaders
         self.maxResponseBytes = maxResponseBytes
     }
 
@@ -70,8 +71,19 @@ public struct UpstreamResponse: Sendable {
 
     /// The value of a response header (case-insensitive), or nil.
     public func header(_ name: String) -> String? {
-        let wanted = name.lowercased()
-        return headers.first { $0.name.lowercased() == wanted }?.value
+        headers.first { Self.equalIgnoringASCIICase($0.name, name) }?.value
+    }
+
+    /// Whether two header names are equal ignoring ASCII case (names are tokens: ASCII),
+    /// without lowercased copies of either.
+    private static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        var b = b.utf8.makeIterator()
+        for x in a.utf8 {
+            guard let y = b.next() else { return false }
+            if x != y && !(x | 0x20 == y | 0x20 && (0x61...0x7a).contains(x | 0x20)) { return false }
+        }
+        return true
     }
 }
 

@@ -218,6 +218,51 @@ struct RevalidationTests {
         await world.stop()
     }
 
+    @Test("two pipelines sharing a detail call: the one that hears 304 to the other's newer answer still sends the change")
+    func sharedDetailCalls() async throws {
+        // Two teams' lists, whose details are the same calls (the team is not in their path):
+        // whichever pipeline refreshes second gets a 304 naming the answer the first just kept.
+        let world = try await World.start("sharedDetails")
+        await world.service.stop()
+        let service = try await ServiceHarness(yaml: """
+            upstreams:
+              sharedDetails: {url: \(world.upstream.baseURL), retries: 0}
+            resources:
+              teamgroups:
+                kind: list
+                upstream: sharedDetails
+                route: /teams/{team}/groups
+                parameters: {team: {pattern: "^[a-z]+$"}}
+                list: {path: "/groups?team={team}", items: result, id: id}
+                details: {path: "/groups/{id}/metadata", value: result}
+                refreshInterval: 1h
+            """)
+        let core = try await service.events("/teams/core/groups?updates=patch")
+        let coreID = try await core.announcedID()
+        _ = try await core.next(type: "snapshot")
+        let web = try await service.events("/teams/web/groups?updates=patch")
+        let webID = try await web.announcedID()
+        _ = try await web.next(type: "snapshot")
+        #expect(await world.settled(calls: 2 * world.callsPerRefresh))
+        world.fixture.update { $0.groups[0].taskCount = 31_337 }
+        let expected = #"[{"op":"replace","path":"/0/taskCount","value":31337}]"#
+        // core first: its call of the changed detail keeps the new answer...
+        #expect(try await TestHTTP.request(port: service.port, "POST", "/streams/\(coreID)/triggers/reload").status == 202)
+        #expect(try await core.next().data == expected)
+        #expect(await world.settled(calls: 3 * world.callsPerRefresh))
+        // ...then web, whose every call is now a 304, that one naming core's answer.
+        #expect(try await TestHTTP.request(port: service.port, "POST", "/streams/\(webID)/triggers/reload").status == 202)
+        #expect(await world.settled(calls: 4 * world.callsPerRefresh))
+        #expect(world.upstream.requests.suffix(world.callsPerRefresh).allSatisfy {
+            $0.header("If-None-Match") == Self.currentTag(of: $0, in: world.fixture.value)
+        })
+        #expect(try await web.next().data == expected)
+        core.close()
+        web.close()
+        await service.stop()
+        await world.upstream.shutdown()
+    }
+
     @Test("batch calls revalidate: unchanged, a 304 keeps every item; one detail changed, one patch")
     func batchesRevalidate() async throws {
         let world = try await World.start(

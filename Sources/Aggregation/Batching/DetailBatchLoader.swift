@@ -328,11 +328,10 @@ final class DetailBatchCall: JSONFetch<Void> {
         // The answer's own object is parsed, its items kept as text: each is read.
         super.init(
             upstream: loader.resource.upstream, path: path, headers: loader.resource.callHeaders, trace: trace,
-            keeping: .objectsInsideTheDocument, revalidation: revalidation)
+            keeping: .objectsInsideTheDocument, revalidation: revalidation,
+            // The detail cache keeps each id's details as the batch answer's headers say.
+            keepingAnswerHeaders: loader.resource.detailCache != nil)
     }
-
-    /// The detail cache keeps each id's details as the batch answer's headers say.
-    override var keepsAnswerHeaders: Bool { loader.resource.detailCache != nil }
 
     override func read(_ document: JSON) -> Result<Void, ResourceError> {
         loader.readDetails(in: document, of: self)

@@ -36,9 +36,14 @@ public final class LiveResource {
     /// The shared states; subscribing starts the pipeline, the last cancel stops it.
     public let states: AnyPublisher<LiveState, Never>
 
+    /// `reusedDocument` says whether the document a refresh just delivered is its previous
+    /// one, as the source knows (a list whose every call was a `304`,
+    /// ``ListResource/reusedLastDocument``): the state then stays as it was, without
+    /// serializing, hashing and comparing the document again.
     public init(
         name: String, refreshInterval: Duration, loop: EventLoop, snapshot: @escaping (TraceContext) -> AnyPublisher<JSON, ResourceError>,
-        firstDocument: ((TraceContext) -> AnyPublisher<DocumentProgress, ResourceError>)? = nil
+        firstDocument: ((TraceContext) -> AnyPublisher<DocumentProgress, ResourceError>)? = nil,
+        reusedDocument: (() -> Bool)? = nil
     ) {
         self.name = name
         self.refreshInterval = refreshInterval
@@ -67,7 +72,13 @@ public final class LiveResource {
                 timer.cancel()
                 running.decrement()
             })
-        .scan(LiveState()) { state, result in state.applying(result) }
+        .scan(LiveState()) { state, result in
+            if case .success(let progress) = result, progress.isComplete, state.snapshot != nil, state.error == nil, !state.pending,
+               reusedDocument?() == true {
+                return state
+            }
+            return state.applying(result)
+        }
         .removeDuplicates()
         .shareLatest()
         .eraseToAnyPublisher()

@@ -49,6 +49,10 @@ private final class ListFanOut: Cancellable {
     private var nextItem = 0
     private var inFlight = 0
     private var isStarting = false
+    /// With revalidation: the serial of the kept answer each call read, the list's first,
+    /// then each item's (``ListResource/lastDocument``); whether each was a `304`.
+    private var answers: [UInt64?] = []
+    private var unchangedCalls = 0
 
     init(
         resource: ListResource, trace: TraceContext, progress: FirstDocumentProgress?, onResult: @escaping (Result<JSON, ResourceError>) -> Void
@@ -66,6 +70,7 @@ private final class ListFanOut: Cancellable {
     }
 
     fileprivate func listEnded(_ result: Result<[JSON], ResourceError>) {
+        if resource.revalidation != nil, let listFetch { noteAnswer(of: listFetch, at: 0) }
         listFetch = nil
         switch result {
         case .success(let items): received(items)
@@ -113,7 +118,7 @@ private final class ListFanOut: Cancellable {
             inFlight += 1
             startDetail(index)
         }
-        if onResult != nil, merged.isComplete { finish(.success(merged.document)) }
+        if onResult != nil, merged.isComplete { finish(.success(completeDocument)) }
     }
 
     private func startDetail(_ index: Int) {
@@ -123,11 +128,11 @@ private final class ListFanOut: Cancellable {
                 .invalidItemID, resource.listPath,
                 "an item of \(resource.listPath) has no usable `\(resource.definition.idMember)`")))
         }
-        var stale: (details: JSON, validators: Validators)?
+        var stale: StaleDetails?
         if resource.detailCache != nil {
             switch resource.cacheLookup(at: path) {
             case .fresh(let details): return detailEnded(index, resource.merged(item, withCachedDetails: details, path: path))
-            case .stale(let details, let validators): stale = (details, validators)
+            case .stale(let details, let validators): stale = StaleDetails(details: details, validators: validators)
             case .missing: break
             }
         }
@@ -157,6 +162,7 @@ private final class ListFanOut: Cancellable {
     /// `result` is handed over: its value moves into ``merged``.
     fileprivate func detailEnded(_ index: Int, _ result: consuming Result<JSON?, ResourceError>) {
         guard onResult != nil else { return }
+        if resource.revalidation != nil, let fetch = fetches[index] { noteAnswer(of: fetch, at: index + 1) }
         fetches[index] = nil
         inFlight -= 1
         if let failure = merged.settle(index, consume result, item: items[index], policy: resource.definition.onItemFailure) {
@@ -164,6 +170,32 @@ private final class ListFanOut: Cancellable {
         }
         progress?.settled { [weak self] in self?.partialDocument }
         startDetails()
+    }
+
+    /// The document of a snapshot whose every item settled: for a resource that revalidates,
+    /// its last document again when every call was a `304` (what they answered is what it
+    /// was made of), else the merged one, kept as the last.
+    private var completeDocument: JSON {
+        guard resource.revalidation != nil else { return merged.document }
+        if unchangedCalls == items.count + 1, let last = resource.lastDocument, last.answers == answers {
+            resource.reusedLastDocument = true
+            return last.document
+        }
+        let document = merged.document
+        resource.lastDocument = (document, answers)
+        resource.reusedLastDocument = false
+        return document
+    }
+
+    /// Notes which kept answer the call at `position` (0: the list) read, and whether it was a `304`.
+    private func noteAnswer<Value>(of fetch: JSONFetch<Value>, at position: Int) {
+        if answers.count <= position { answers += Array(repeating: nil, count: max(items.count + 1, position + 1) - answers.count) }
+        if let serial = fetch.unchangedAnswer {
+            answers[position] = serial
+            unchangedCalls += 1
+        } else {
+            answers[position] = fetch.answerSerial
+        }
     }
 
     /// Delivers the result once; fetches still in flight (the others, when an item fails the
@@ -192,21 +224,18 @@ private final class DetailFetch: JSONFetch<JSON?> {
     /// to the merge as it is, where `items[index]` of the fan-out was copied for each read.
     private let item: JSON
     /// The expired cached details it revalidates, and their validators.
-    private let stale: (details: JSON, validators: Validators)?
-    private let caches: Bool
+    private let stale: StaleDetails?
 
-    init(fanOut: ListFanOut, index: Int, item: consuming JSON, path: String, stale: (details: JSON, validators: Validators)?) {
+    init(fanOut: ListFanOut, index: Int, item: consuming JSON, path: String, stale: StaleDetails?) {
         self.fanOut = fanOut
         self.index = index
         self.item = item
         self.stale = stale
-        caches = fanOut.resource.detailCache != nil
+        let caches = fanOut.resource.detailCache != nil
         super.init(
             upstream: fanOut.resource.upstream, path: path, headers: fanOut.resource.callHeaders, trace: fanOut.trace, keeping: .objects,
-            revalidation: caches ? nil : fanOut.resource.revalidation)
+            revalidation: caches ? nil : fanOut.resource.revalidation, keepingAnswerHeaders: caches)
     }
-
-    override var keepsAnswerHeaders: Bool { caches }
 
     override func validatorsToSend() -> Validators? {
         stale?.validators ?? super.validatorsToSend()
@@ -245,5 +274,17 @@ private final class ListFetch: JSONFetch<[JSON]> {
 
     override func deliver(_ result: consuming Result<[JSON], ResourceError>) {
         fanOut.listEnded(result)
+    }
+}
+
+/// Expired details of the detail cache that a fetch revalidates: the details a `304` keeps,
+/// and the validators asked with. A class: a fetch holds one reference, nil but for these.
+private final class StaleDetails {
+    let details: JSON
+    let validators: Validators
+
+    init(details: JSON, validators: Validators) {
+        self.details = details
+        self.validators = validators
     }
 }

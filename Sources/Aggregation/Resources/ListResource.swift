@@ -116,6 +116,14 @@ public final class ListResource {
     /// How its calls ask whether their earlier answers changed: for a live pipeline's
     /// resource of an upstream that revalidates, nil otherwise (a one-shot answer asks plainly).
     let revalidation: Revalidation?
+    /// Its last complete document, while it revalidates, and the serials of the kept answers
+    /// it was made of (the list's, then each item's; nil for one not kept). A snapshot whose
+    /// every call was a `304` reading those very answers is that document again, the very
+    /// value, not rebuilt from its parts (no merge, no serializing, and the live pipeline sees
+    /// at once that nothing changed). Loop-confined, as a live pipeline is.
+    var lastDocument: (document: JSON, answers: [UInt64?])?
+    /// Whether its latest complete snapshot was ``lastDocument`` again.
+    public internal(set) var reusedLastDocument = false
 
     /// The resource for `parameters` (its values already checked), fetched for `caller`: the
     /// paths of its calls are made here, once, not per call. `sharing` is what its snapshots

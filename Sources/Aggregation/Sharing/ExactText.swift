@@ -1,3 +1,5 @@
+import Glibc
+
 /// A string compared and hashed by its UTF-8 bytes. Swift's `String` equality is Unicode
 /// canonical equivalence: `"K"` equals the Kelvin sign U+212A as `"é"` equals `"e"` + U+0301,
 /// yet each is a different request to an upstream (percent-encoded, they are different bytes)
@@ -16,7 +18,13 @@ public struct ExactText: Hashable, Sendable, CustomStringConvertible {
     }
 
     public static func == (lhs: ExactText, rhs: ExactText) -> Bool {
-        lhs.text.utf8.elementsEqual(rhs.text.utf8)
+        guard lhs.text.utf8.count == rhs.text.utf8.count else { return false }
+        // Native strings compare as one memcmp of their bytes; others byte by byte.
+        return lhs.text.utf8.withContiguousStorageIfAvailable { left in
+            rhs.text.utf8.withContiguousStorageIfAvailable { right in
+                left.count == 0 || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0
+            }
+        }.flatMap { $0 } ?? lhs.text.utf8.elementsEqual(rhs.text.utf8)
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -50,6 +50,9 @@ public struct AnswerHeaders: Sendable {
     public init(of response: UpstreamResponse) {
         self.init(validators: Validators(of: response), cacheControl: response.header("Cache-Control"), age: response.header("Age"))
     }
+
+    /// The response headers it reads: the only ones a call that wants them keeps.
+    static let names: [StaticString] = ["etag", "last-modified", "cache-control", "age"]
 }
 
 /// The answers of the calls that live pipelines repeat on every refresh (list, details,
@@ -83,10 +86,13 @@ public final class KeptAnswers {
         }
     }
 
-    /// One call's answer: its validators and the document parsed from its body.
+    /// One call's answer: its validators and the document parsed from its body, and a serial
+    /// number that no other answer kept here has: two reads of the same serial read the same
+    /// answer, though another pipeline of the identity may have kept a newer one in between.
     public struct Answer {
         public let validators: Validators
         public let document: JSON
+        public let serial: UInt64
     }
 
     /// What an entry costs beyond its body and key: its slot and its place in the eviction
@@ -94,6 +100,7 @@ public final class KeptAnswers {
     static let entryOverhead = 384
 
     private var entries: ByteBudgetedEntries<Key, Answer>
+    private var lastSerial: UInt64 = 0
 
     public init(budget: Int) {
         entries = ByteBudgetedEntries(budget: budget)
@@ -108,9 +115,13 @@ public final class KeptAnswers {
 
     /// Keeps `document`, parsed from a body of `bodyBytes`, with its validators for `key`, in
     /// place of what it had. It counts its body: the document's texts are parts of it.
-    public func keep(_ document: JSON, validators: Validators, for key: Key, bodyBytes: Int) {
+    /// Returns the answer's serial.
+    @discardableResult
+    public func keep(_ document: JSON, validators: Validators, for key: Key, bodyBytes: Int) -> UInt64 {
         let bytes = bodyBytes + validators.byteCount + key.call.text.utf8.count + key.identity.digest.utf8.count + Self.entryOverhead
-        entries.keep(Answer(validators: validators, document: document), for: key, bytes: bytes)
+        lastSerial += 1
+        entries.keep(Answer(validators: validators, document: document, serial: lastSerial), for: key, bytes: bytes)
+        return lastSerial
     }
 
     /// Forgets `key`'s answer (its new one came without validators).

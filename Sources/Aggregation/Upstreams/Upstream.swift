@@ -204,15 +204,10 @@ class JSONFetch<Value> {
     private let trace: TraceContext
     /// Which of the body's objects keep their text (``JSON/KeptText``).
     private let keptText: JSON.KeptText
-    /// Where its earlier answer is kept, for a call that revalidates.
-    private let revalidation: Revalidation?
-    /// The validators the call in flight sent: a `304` answers those, and only those.
-    private var sentValidators: Validators?
-    /// The kept answer they are the validators of.
-    private var keptAnswer: KeptAnswers.Answer?
-    /// The validators, `Cache-Control` and `Age` of the answer being read, for a subclass that
-    /// keeps it beyond the call (the detail cache); read only with ``keepsAnswerHeaders``.
-    private(set) var answered = AnswerHeaders()
+    /// What a fetch that revalidates, or keeps its answer's headers, holds between its call
+    /// and the answer; nil for the others, which most fetches are (a one-shot answer's): one
+    /// reference to initialize and release instead of a dozen optional fields, on every call.
+    private let conditions: FetchConditions?
     /// Whether the result was delivered or the fetch cancelled: nothing more happens then.
     private var isOver = false
     private var started = false
@@ -222,16 +217,33 @@ class JSONFetch<Value> {
     /// The breaker's ticket for the call in flight, to report its outcome with.
     private var ticket: CircuitBreaker.Ticket?
 
+    /// With `revalidation`, its call asks with the validators of the answer kept before;
+    /// `keepingAnswerHeaders`, its answer's validators, `Cache-Control` and `Age` are read
+    /// (``answered``) for a subclass that keeps the answer beyond the call (the detail cache).
     init(
         upstream: Upstream, path: String, headers: UpstreamHeaders, trace: TraceContext, keeping keptText: JSON.KeptText,
-        revalidation: Revalidation? = nil
+        revalidation: Revalidation? = nil, keepingAnswerHeaders: Bool = false
     ) {
         self.upstream = upstream
         self.path = path
         self.headers = headers
         self.trace = trace
         self.keptText = keptText
-        self.revalidation = revalidation
+        conditions = revalidation != nil || keepingAnswerHeaders ? FetchConditions(revalidation: revalidation) : nil
+    }
+
+    /// The validators, `Cache-Control` and `Age` of the answer being read (with
+    /// `keepingAnswerHeaders`; empty otherwise).
+    var answered: AnswerHeaders { conditions?.answered ?? AnswerHeaders() }
+
+    /// The serial of the kept answer it read (``KeptAnswers/Answer/serial``): equal serials,
+    /// the same answer. Nil when it read none kept.
+    var answerSerial: UInt64? { conditions?.answerSerial }
+
+    /// ``answerSerial``, when its answer was a `304` to ``Revalidation``'s validators; nil otherwise.
+    var unchangedAnswer: UInt64? {
+        guard let conditions, conditions.wasNotModified else { return nil }
+        return conditions.answerSerial
     }
 
     /// What the parsed 2xx body becomes; a failure fails the fetch (not retried).
@@ -243,22 +255,18 @@ class JSONFetch<Value> {
     /// the answer kept for ``revalidation``. A subclass that keeps answers of its own (an
     /// expired detail cache entry) names its own, and reads them in ``notModified()``.
     func validatorsToSend() -> Validators? {
-        guard let revalidation else { return nil }
-        keptAnswer = revalidation.answers.answer(for: revalidation.key(of: path))
-        return keptAnswer?.validators
+        guard let conditions, let revalidation = conditions.revalidation else { return nil }
+        conditions.keptAnswer = revalidation.answers.answer(for: revalidation.key(of: path))
+        return conditions.keptAnswer?.validators
     }
 
     /// What a `304` to ``validatorsToSend()`` makes: the kept answer's document, read again.
     func notModified() -> Result<Value, ResourceError> {
-        guard let keptAnswer else {
+        guard let keptAnswer = conditions?.keptAnswer else {
             preconditionFailure("a subclass that names validators of its own reads its 304s itself")
         }
         return read(keptAnswer.document)
     }
-
-    /// Whether the answer's validators and `Cache-Control` are wanted (``answered``), beyond
-    /// revalidation's own need.
-    var keepsAnswerHeaders: Bool { false }
 
     /// The fetch's one result; never after ``cancel()``. It may come inside ``start()`` (a
     /// circuit that is open, a full pool's line). Handed over (`consuming`), so a subclass can
@@ -295,10 +303,11 @@ class JSONFetch<Value> {
         }
         // The trace's headers are written by the client: one shared header array for all calls,
         // but for those that ask with validators.
-        sentValidators = validatorsToSend()
+        let sent = conditions == nil ? nil : validatorsToSend()
+        conditions?.sentValidators = sent
         let request = UpstreamRequest(
-            base: upstream.base, path: path, headers: sentValidators.map { headers + $0.conditionalHeaders } ?? headers, trace: trace,
-            timeout: upstream.policy.timeout, keepsResponseHeaders: revalidation != nil || keepsAnswerHeaders,
+            base: upstream.base, path: path, headers: sent.map { headers + $0.conditionalHeaders } ?? headers, trace: trace,
+            timeout: upstream.policy.timeout, keptResponseHeaders: conditions == nil ? [] : AnswerHeaders.names,
             maxResponseBytes: upstream.policy.maxResponseBytes)
         // A closure that captures nothing, handed the fetch: no allocation per call.
         call = upstream.client.execute(request, for: self) { fetch, result in
@@ -348,10 +357,12 @@ class JSONFetch<Value> {
     private func received(_ response: UpstreamResponse) {
         guard !isOver else { return }
         // A 304 answers the validators sent; to a call that sent none, it is a failure (below).
-        if response.status == 304, sentValidators != nil {
+        if response.status == 304, let conditions, let sent = conditions.sentValidators {
             upstream.metrics.notModified.increment()
-            answered = AnswerHeaders(of: response)
-            if answered.validators == nil { answered.validators = sentValidators }
+            conditions.wasNotModified = true
+            conditions.answerSerial = conditions.keptAnswer?.serial
+            conditions.answered = AnswerHeaders(of: response)
+            if conditions.answered.validators == nil { conditions.answered.validators = sent }
             return readAndDeliver(notModified())
         }
         guard (200..<300).contains(response.status) else {
@@ -369,9 +380,9 @@ class JSONFetch<Value> {
                 code: .upstreamMalformed, upstream: upstream.name, path: path,
                 message: "upstream \(upstream.name): GET \(path) returned malformed JSON (\(error))"), retryable: false)
         }
-        if revalidation != nil || keepsAnswerHeaders {
-            answered = AnswerHeaders(of: response)
-            if let revalidation { keep(document, of: response, in: revalidation) }
+        if let conditions {
+            conditions.answered = AnswerHeaders(of: response)
+            if let revalidation = conditions.revalidation { keep(document, of: response, in: revalidation) }
         }
         readAndDeliver(read(document))
     }
@@ -380,8 +391,8 @@ class JSONFetch<Value> {
     /// one has none (it would name an answer no longer current).
     private func keep(_ document: JSON, of response: UpstreamResponse, in revalidation: Revalidation) {
         let key = revalidation.key(of: path)
-        guard let validators = answered.validators else { return revalidation.answers.forget(key) }
-        revalidation.answers.keep(document, validators: validators, for: key, bodyBytes: response.body.count)
+        guard let validators = conditions?.answered.validators else { return revalidation.answers.forget(key) }
+        conditions?.answerSerial = revalidation.answers.keep(document, validators: validators, for: key, bodyBytes: response.body.count)
     }
 
     /// Delivers what the answer read to: a failure to read fails the fetch (not retried).
@@ -417,5 +428,27 @@ class JSONFetch<Value> {
         guard !isOver else { return }
         isOver = true
         deliver(.failure(error))
+    }
+}
+
+/// What a ``JSONFetch`` that revalidates, or reads its answer's headers, holds between its
+/// call and the answer.
+final class FetchConditions {
+    /// Where its earlier answer is kept, for a call that revalidates.
+    let revalidation: Revalidation?
+    /// The validators the call in flight sent: a `304` answers those, and only those.
+    var sentValidators: Validators?
+    /// The kept answer they are the validators of.
+    var keptAnswer: KeptAnswers.Answer?
+    /// The validators, `Cache-Control` and `Age` of the answer being read.
+    var answered = AnswerHeaders()
+    /// Whether the answer was a `304` to the validators sent: the earlier answer stands.
+    var wasNotModified = false
+    /// The serial of the kept answer it read (``KeptAnswers/Answer/serial``): the earlier one
+    /// on a `304`, its own once kept; nil when it read an answer not kept.
+    var answerSerial: UInt64?
+
+    init(revalidation: Revalidation?) {
+        self.revalidation = revalidation
     }
 }
