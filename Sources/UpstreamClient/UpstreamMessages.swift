@@ -74,6 +74,13 @@ public struct UpstreamResponse: Sendable {
         headers.first { Self.equalIgnoringASCIICase($0.name, name) }?.value
     }
 
+    /// Every line of a list header (case-insensitive) as one value, joined by `, ` as RFC 9110
+    /// §5.3 combines them (`Cache-Control` sent twice is one list); nil when it has none.
+    public func headerList(_ name: String) -> String? {
+        let values = headers.filter { Self.equalIgnoringASCIICase($0.name, name) }.map(\.value)
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
+
     /// Whether two header names are equal ignoring ASCII case (names are tokens: ASCII),
     /// without lowercased copies of either.
     private static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {

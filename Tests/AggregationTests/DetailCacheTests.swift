@@ -1,4 +1,5 @@
 import Aggregation
+import UpstreamClient
 import Testing
 
 /// The process's cache of a resource's details (`details.cacheFor`, `details.cacheBytes`):
@@ -90,6 +91,54 @@ struct DetailCacheTests {
         }
         #expect(state("max-age=60", age: "18446744073709551616", validators: tag, after: .zero) == "stale", "a huge Age: stale at once")
         #expect(state("max-age=60", age: "-5", after: .seconds(59)) == "fresh", "an Age that is no number is ignored")
+    }
+
+    @Test("a 304 that says nothing of freshness keeps the max-age its answer said; repeated lines are one list")
+    func freshnessKeptAndCombined() throws {
+        let clock = ManualClock()
+        let cache = DetailCache(freshness: .upstream, budget: 1 << 20, clock: clock.read)
+        let tag = try #require(Validators(entityTag: #""t""#, lastModified: nil))
+        cache.keep(Self.details(1), for: Self.key("/g/1"), answer: AnswerHeaders(validators: tag, cacheControl: "max-age=60"))
+        clock.advance(by: .seconds(60))
+        guard case .stale = cache.lookup(Self.key("/g/1")) else { Issue.record("expired after its max-age"); return }
+        cache.refresh(Self.key("/g/1"), with: AnswerHeaders(validators: tag))
+        clock.advance(by: .seconds(59))
+        #expect(cache.details(for: Self.key("/g/1")) != nil, "fresh for its answer's max-age again")
+
+        // A proxy's `Cache-Control: no-store` line after the origin's max-age: one list, and no-store wins.
+        let twoLines = UpstreamResponse(status: 200, headers: [("Cache-Control", "max-age=3600"), ("cache-control", "no-store")], body: [])
+        cache.keep(Self.details(2), for: Self.key("/g/2"), answer: AnswerHeaders(of: twoLines))
+        guard case .missing = cache.lookup(Self.key("/g/2")) else { Issue.record("no-store on a second line keeps nothing"); return }
+        // max-age twice: stale (RFC 9111 §4.2.1).
+        cache.keep(Self.details(3), for: Self.key("/g/3"), answer: AnswerHeaders(validators: tag, cacheControl: "max-age=60, max-age=3600"))
+        guard case .stale = cache.lookup(Self.key("/g/3")) else { Issue.record("a repeated max-age is stale"); return }
+    }
+
+    @Test("validators that cannot tell answers apart are not kept: *, empty, a list, over 1 KiB, a date within the answer's second")
+    func validatorsThatTellAnswersApart() {
+        func validators(_ headers: [(String, String)]) -> Validators? {
+            Validators(of: UpstreamResponse(status: 200, headers: headers, body: []))
+        }
+        let date = "Sat, 28 Nov 2026 10:00:05 GMT"
+        #expect(validators([("ETag", #""a""#)])?.entityTag == #""a""#)
+        #expect(validators([("etag", #"W/"a""#)])?.conditionalHeaders.first?.1 == #"W/"a""#, "a weak tag goes back as it came")
+        for refused in ["", "*", "\"a\", \"b\"", "\"" + String(repeating: "x", count: 1100) + "\""] {
+            #expect(validators([("ETag", refused)]) == nil, "ETag \(refused.prefix(12))")
+        }
+        #expect(validators([("Last-Modified", "Sat, 28 Nov 2026 10:00:00 GMT"), ("Date", date)])?.lastModified != nil)
+        #expect(validators([("Last-Modified", date), ("Date", date)]) == nil, "changed within the second it was answered")
+        #expect(validators([("Last-Modified", date)]) == nil, "no Date to tell")
+        let both = validators([("ETag", #""a""#), ("Last-Modified", "Sat, 28 Nov 2026 10:00:00 GMT"), ("Date", date)])
+        #expect(both?.conditionalHeaders.map(\.0) == ["If-None-Match"], "the tag says all")
+    }
+
+    @Test("kept answers count what their parsed trees hold, not only their bodies")
+    func keptAnswersCountTrees() throws {
+        let answers = KeptAnswers(budget: 1 << 20)
+        let tag = try #require(Validators(entityTag: #""t""#, lastModified: nil))
+        let body = Array(("[" + (0..<1000).map { #"{"id":"item-number-\#($0)","n":\#($0)}"# }.joined(separator: ",") + "]").utf8)
+        answers.keep(try JSON(parsing: body), validators: tag, for: KeptAnswers.Key(identity: .anonymous, call: "/pages/1"), bodyBytes: body.count)
+        #expect(answers.keptBytes > 3 * body.count, "a tree of 1,000 objects holds several times its \(body.count) bytes: \(answers.keptBytes)")
     }
 
     @Test("one identity never reads another's details of the same call")

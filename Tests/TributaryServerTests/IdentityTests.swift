@@ -274,6 +274,10 @@ struct UpstreamCredentialsTests {
             ("headers: {X-Key: \"${NOT_SET_ANYWHERE}\"}", [:], "upstreams.tasks.headers.X-Key: the environment variable NOT_SET_ANYWHERE is not set"),
             ("headers: {X-Key: \"${SPLIT}\"}", ["SPLIT": "a\r\nX-Evil: 1"], "upstreams.tasks.headers.X-Key: the value holds a control character"),
             ("forward: [Connection]", [:], "upstreams.tasks.forward: Connection cannot be set"),
+            // Revalidation writes its own validators: a client's or the file's would be answered instead.
+            ("forward: [If-None-Match]", [:], "upstreams.tasks.forward: If-None-Match cannot be set"),
+            ("headers: {If-Modified-Since: \"Sat, 28 Nov 2026 10:00:00 GMT\"}", [:], "upstreams.tasks.headers.If-Modified-Since: If-Modified-Since cannot be set"),
+            ("forward: [Range]", [:], "upstreams.tasks.forward: Range cannot be set"),
             ("forward: [Cookie, cookie]", [:], "upstreams.tasks.forward: names a header twice"),
         ]
         for (headers, environment, expected) in cases {

@@ -156,6 +156,25 @@ struct RevalidationTests {
         await unasked.stop()
     }
 
+    @Test("an upstream that refuses conditional calls (412): the call goes again at once without validators, the stream goes on")
+    func refusedConditionalCalls() async throws {
+        let world = try await World.start("refusing") { request, reply in
+            if request.path == "/groups", request.header("If-None-Match") != nil { return .json("{}", status: 412) }
+            return Self.validating(reply, for: request)
+        }
+        let stream = try await world.service.events("/groups?updates=patch")
+        _ = try await stream.next(type: "snapshot")
+        #expect(await world.settled(calls: world.callsPerRefresh))
+        world.fixture.update { $0.groups[4].taskCount = 808 }
+        let before = world.upstream.requests.count
+        #expect(try await world.service.post("/groups/reload").status == 202)
+        #expect(try await stream.next().data == #"[{"op":"replace","path":"/4/taskCount","value":808}]"#)
+        let lists = world.upstream.requests.dropFirst(before).filter { $0.path == "/groups" }
+        #expect(lists.map { $0.header("If-None-Match") != nil } == [true, false], "refused conditionally, then asked plainly")
+        stream.close()
+        await world.stop()
+    }
+
     @Test("revalidate: false: a refresh asks plainly and reads every answer whole")
     func revalidationOff() async throws {
         let world = try await World.start("unrevalidated", upstream: "revalidate: false")

@@ -51,6 +51,8 @@ public final class DetailCache: Sendable {
         let details: JSON
         var freshUntil: ContinuousClock.Instant
         let validators: Validators?
+        /// What its answer said of its freshness: a `304` that says nothing keeps it (RFC 9111 §4.3.4).
+        var cacheControl: String?
     }
 
     /// What the cache holds for a key.
@@ -111,18 +113,19 @@ public final class DetailCache: Sendable {
         }
         let bytes = details.serializedCount + key.call.utf8.count + key.identity.digest.utf8.count
             + (headers.validators?.byteCount ?? 0) + Self.entryOverhead
-        let fetched = Fetched(details: details, freshUntil: clock() + lifetime, validators: headers.validators)
+        let fetched = Fetched(details: details, freshUntil: clock() + lifetime, validators: headers.validators, cacheControl: headers.cacheControl)
         store.withLock { $0.keep(fetched, for: key, bytes: bytes) }
     }
 
     /// `key`'s details are current again (a `304` to their validators, with `headers`): fresh
     /// for another lifetime, or dropped when the answer now says `no-store`.
     public func refresh(_ key: Key, with headers: AnswerHeaders) {
-        let lifetime = freshness.lifetime(of: headers)
         let now = clock()
         store.withLock { store in
             guard var fetched = store[key] else { return }
-            guard let lifetime else { return store.remove(key) }
+            let said = headers.cacheControl == nil ? AnswerHeaders(validators: headers.validators, cacheControl: fetched.cacheControl) : headers
+            guard let lifetime = freshness.lifetime(of: said) else { return store.remove(key) }
+            fetched.cacheControl = said.cacheControl
             store.remove(key)
             fetched.freshUntil = now + lifetime
             // The same bytes as before: its details and validators did not change.

@@ -26,20 +26,22 @@ public enum DetailFreshness: Sendable, Equatable {
     static func lifetime(cacheControl: String?, age: String?) -> Duration? {
         var maxAge: Int64?
         var noCache = false
+        var repeatedMaxAge = false
         for directive in (cacheControl ?? "").split(separator: ",") {
             let parts = directive.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = parts[0].trimmingWhitespace.lowercased()
-            switch name {
+            switch parts[0].trimmingWhitespace.lowercased() {
             case "no-store": return nil
             case "no-cache": noCache = true
             case "max-age":
                 // `max-age="60"` is tolerated (§5.2: senders should not quote it, recipients may accept it).
                 let value = parts.count == 2 ? parts[1].trimmingWhitespace.trimming("\"") : ""
+                if maxAge != nil { repeatedMaxAge = true }
                 maxAge = deltaSeconds(value) ?? 0
             default: break
             }
         }
-        guard !noCache, let maxAge else { return .zero }
+        // max-age twice: stale (RFC 9111 §4.2.1 allows the first, or stale; the safer).
+        guard !noCache, !repeatedMaxAge, let maxAge else { return .zero }
         let current = age.flatMap { deltaSeconds(Substring($0).trimmingWhitespace) } ?? 0
         return .seconds(max(0, maxAge - current))
     }

@@ -13,7 +13,7 @@
 /// ```swift
 /// let answers = KeptAnswers(budget: 16 << 20)
 /// let key = KeptAnswers.Key(identity: caller.identity, call: "/teams/core/groups")
-/// answers.keep(document, validators: validators, for: key, bytes: body.count)
+/// answers.keep(document, validators: validators, for: key, bodyBytes: body.count)
 /// answers.answer(for: key)?.validators.conditionalHeaders   // [("If-None-Match", "\"v1\"")]
 /// ```
 public final class KeptAnswers {
@@ -57,14 +57,30 @@ public final class KeptAnswers {
     }
 
     /// Keeps `document`, parsed from a body of `bodyBytes`, with its validators for `key`, in
-    /// place of what it had. It counts its body: the document's texts are parts of it.
-    /// Returns the answer's serial.
+    /// place of what it had. It counts its body (texts kept may be parts of it) and what its
+    /// parsed tree holds beyond (``estimatedBytes(of:)``): a page parsed member by member
+    /// holds several times its body. Returns the answer's serial.
     @discardableResult
     public func keep(_ document: JSON, validators: Validators, for key: Key, bodyBytes: Int) -> UInt64 {
-        let bytes = bodyBytes + validators.byteCount + key.call.text.utf8.count + key.identity.digest.utf8.count + Self.entryOverhead
+        let bytes = bodyBytes + Self.estimatedBytes(of: document) + validators.byteCount + key.call.text.utf8.count
+            + key.identity.digest.utf8.count + Self.entryOverhead
         lastSerial += 1
         entries.keep(Answer(validators: validators, document: document, serial: lastSerial), for: key, bytes: bytes)
         return lastSerial
+    }
+
+    /// What a parsed document holds in memory, estimated from above: each value's slot, the
+    /// heap storage of strings too long to be held in place, each kept text. Over-counting
+    /// only keeps fewer answers; under-counting would let the budget be passed.
+    static func estimatedBytes(of document: JSON) -> Int {
+        func text(_ text: String) -> Int { text.utf8.count > 15 ? text.utf8.count + 32 : 0 }
+        return switch document {
+        case .null, .bool: 0
+        case .number(let value), .string(let value): text(value)
+        case .array(let elements): 32 + elements.reduce(0) { $0 + 24 + estimatedBytes(of: $1) }
+        case .object(let members): 32 + members.reduce(0) { $0 + 40 + text($1.key) + estimatedBytes(of: $1.value) }
+        case .raw(let kept): kept.textCount + 64
+        }
     }
 
     /// Forgets `key`'s answer (its new one came without validators).

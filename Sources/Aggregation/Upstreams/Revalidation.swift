@@ -16,9 +16,25 @@ public struct Validators: Sendable, Equatable {
         self.lastModified = lastModified
     }
 
-    /// The validators of `response`; nil when it has neither.
+    /// The longest entity tag kept: a longer one is an upstream's mistake, or an attempt to
+    /// make every call carry its bytes (or fail on the upstream's header limit).
+    static let longestEntityTag = 1024
+
+    /// The validators of `response` that can tell its answer from another; nil when it has none.
+    ///
+    /// An entity tag is kept when it is one tag of at most ``longestEntityTag`` bytes: not
+    /// empty, not `*` (which matches every answer: a 304 forever), not a list. A
+    /// `Last-Modified` date is kept only when the answer's `Date` is another second (RFC 9110
+    /// §8.8.2.2): an answer changed twice within its second would otherwise be a 304 to the
+    /// first change's date, the second change never fetched. A weak tag (`W/"…"`) is sent back
+    /// as it came: a 304 to it says the answer is equivalent, as the upstream judges.
     public init?(of response: UpstreamResponse) {
-        self.init(entityTag: response.header("ETag"), lastModified: response.header("Last-Modified"))
+        let tag = response.header("ETag").flatMap { tag in
+            tag.isEmpty || tag == "*" || tag.contains(",") || tag.utf8.count > Self.longestEntityTag ? nil : tag
+        }
+        let date = response.header("Date")
+        let modified = response.header("Last-Modified").flatMap { modified in date != nil && date != modified ? modified : nil }
+        self.init(entityTag: tag, lastModified: modified)
     }
 
     /// The headers of a call that asks whether the answer changed: `If-None-Match` with the
@@ -48,11 +64,11 @@ public struct AnswerHeaders: Sendable {
     }
 
     public init(of response: UpstreamResponse) {
-        self.init(validators: Validators(of: response), cacheControl: response.header("Cache-Control"), age: response.header("Age"))
+        self.init(validators: Validators(of: response), cacheControl: response.headerList("Cache-Control"), age: response.header("Age"))
     }
 
     /// The response headers it reads: the only ones a call that wants them keeps.
-    static let names: [StaticString] = ["etag", "last-modified", "cache-control", "age"]
+    static let names: [StaticString] = ["etag", "last-modified", "date", "cache-control", "age"]
 }
 
 /// How a fetch revalidates: the upstream's kept answers, and for whom it calls. Only the

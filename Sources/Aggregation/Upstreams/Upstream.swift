@@ -303,7 +303,7 @@ class JSONFetch<Value> {
         }
         // The trace's headers are written by the client: one shared header array for all calls,
         // but for those that ask with validators.
-        let sent = conditions == nil ? nil : validatorsToSend()
+        let sent = conditions.map { $0.asksPlainly ? nil : validatorsToSend() } ?? nil
         conditions?.sentValidators = sent
         let request = UpstreamRequest(
             base: upstream.base, path: path, headers: sent.map { headers + $0.conditionalHeaders } ?? headers, trace: trace,
@@ -365,6 +365,15 @@ class JSONFetch<Value> {
             if conditions.answered.validators == nil { conditions.answered.validators = sent }
             return readAndDeliver(notModified())
         }
+        if let conditions, conditions.sentValidators != nil, !(200..<300).contains(response.status) {
+            // Refused as a conditional call (a 412, a 400 for a header it would not take): the
+            // kept answer goes, and a 4xx gets one plain call at once, which decides.
+            if let revalidation = conditions.revalidation { revalidation.answers.forget(revalidation.key(of: path)) }
+            if (400..<500).contains(response.status), !conditions.asksPlainly {
+                conditions.asksPlainly = true
+                return send()
+            }
+        }
         guard (200..<300).contains(response.status) else {
             let error = ResourceError(
                 code: .upstreamStatus, upstream: upstream.name, path: path,
@@ -391,7 +400,11 @@ class JSONFetch<Value> {
     /// one has none (it would name an answer no longer current).
     private func keep(_ document: JSON, of response: UpstreamResponse, in revalidation: Revalidation) {
         let key = revalidation.key(of: path)
-        guard let validators = conditions?.answered.validators else { return revalidation.answers.forget(key) }
+        // Nothing to ask with, or an answer that says it must not be stored (`no-store`).
+        guard let answered = conditions?.answered, let validators = answered.validators,
+              DetailFreshness.lifetime(cacheControl: answered.cacheControl, age: nil) != nil else {
+            return revalidation.answers.forget(key)
+        }
         conditions?.answerSerial = revalidation.answers.keep(document, validators: validators, for: key, bodyBytes: response.body.count)
     }
 
@@ -444,6 +457,9 @@ final class FetchConditions {
     var answered = AnswerHeaders()
     /// Whether the answer was a `304` to the validators sent: the earlier answer stands.
     var wasNotModified = false
+    /// Whether its calls go without validators from now on: the upstream refused a
+    /// conditional one.
+    var asksPlainly = false
     /// The serial of the kept answer it read (``KeptAnswers/Answer/serial``): the earlier one
     /// on a `304`, its own once kept; nil when it read an answer not kept.
     var answerSerial: UInt64?

@@ -20,10 +20,12 @@ extension Configuration {
     }
 
     /// Header names neither configured nor forwarded: the client writes them itself, or they
-    /// describe one connection, not the request (RFC 9110 §7.6.1).
+    /// describe one connection, not the request (RFC 9110 §7.6.1), or they make the call
+    /// conditional or partial, which revalidation does with validators of its own (a 304 to a
+    /// client's `If-None-Match` would reuse an answer the service kept for another).
     static let reservedHeaderNames: Set<String> = [
         "host", "connection", "content-length", "transfer-encoding", "traceparent", "tracestate", "keep-alive", "te", "trailer",
-        "upgrade", "proxy-connection",
+        "upgrade", "proxy-connection", "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range",
     ]
 
     /// `upstreams.<name>.headers`: names that are tokens and not reserved; values with
