@@ -48,6 +48,28 @@ public struct ParameterValidator {
         return .success(ParameterValues(values))
     }
 
+    /// The values `pairs` name (a query's, in order) and nothing more: no default filled in,
+    /// no required parameter asked for, as an aimed reload (`POST /groups/reload?team=core`)
+    /// names only what it aims at. Each value is checked as ``values(from:)`` checks it; a name
+    /// the resource does not declare, a name given twice, or an empty value (it would aim at
+    /// no pipeline, or read as "every one") is refused too, `invalid_parameter` naming it.
+    public func namedValues(from pairs: [(name: String, value: String)]) -> Result<ParameterValues, ParameterError> {
+        // By the declaration each names: a name is matched by its bytes, as a value is.
+        var given: [Int: String] = [:]
+        for (name, value) in pairs {
+            let invalid = { (problem: String) in ParameterError(code: .invalidParameter, parameter: name, message: "parameter \(name) \(problem)") }
+            guard let index = definitions.firstIndex(where: { $0.name.utf8.elementsEqual(name.utf8) }) else {
+                let declared = definitions.isEmpty ? "it declares none" : "declared: \(definitions.map(\.name).joined(separator: ", "))"
+                return .failure(invalid("is not a parameter of the resource (\(declared))"))
+            }
+            guard given[index] == nil else { return .failure(invalid("is given more than once")) }
+            guard !value.isEmpty else { return .failure(invalid("is empty: give its value, or leave it out for every value")) }
+            if let problem = problem(with: value, of: definitions[index], pattern: patterns[index]) { return .failure(invalid(problem)) }
+            given[index] = value
+        }
+        return .success(ParameterValues(Dictionary(uniqueKeysWithValues: given.map { (definitions[$0.key].name, $0.value) })))
+    }
+
     /// What is wrong with `value` for `definition`, or nil. The value itself is not repeated
     /// in the message (it may be long, or not text anyone should see echoed).
     private func problem(with value: String, of definition: ParameterDefinition, pattern: Regex<AnyRegexOutput>?) -> String? {

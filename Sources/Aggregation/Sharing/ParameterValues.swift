@@ -36,6 +36,18 @@ public struct ParameterValues: Hashable, Sendable, CustomStringConvertible {
 
     public var isEmpty: Bool { entries.isEmpty }
 
+    /// Whether these values hold every one of `given`, each byte for byte (its other values
+    /// may be anything): the pipelines an aimed reload (`POST /groups/reload?team=core`)
+    /// refreshes. Every value holds ``none``.
+    ///
+    /// ```swift
+    /// ParameterValues(["team": "core", "status": "open"]).holds(ParameterValues(["team": "core"]))   // true
+    /// ParameterValues(["team": "K"]).holds(ParameterValues(["team": "\u{212A}"]))                  // false
+    /// ```
+    public func holds(_ given: ParameterValues) -> Bool {
+        given.entries.allSatisfy { entries.contains($0) }
+    }
+
     /// The values by name.
     public var dictionary: [String: String] {
         Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0.value) })
