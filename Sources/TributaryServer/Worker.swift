@@ -243,16 +243,9 @@ public final class Worker {
     /// resource, or every stream's own view (`reload` trigger) on every worker of this process.
     private func reloader(of name: String) -> @Sendable () -> Void {
         if let cluster = shares.cluster { return { cluster.reload(name) } }
-        if case .list = configuration.resources[name] {
-            let pipelines = shares.pipelines
-            return { pipelines.reload(name) }
-        }
-        let directory = shares.directory
-        return {
-            for listing in directory.allListings {
-                listing.loop.execute { listing.hub?.activate("reload", onEveryStreamOf: name) }
-            }
-        }
+        let targets: any ReloadTargets = if case .list = configuration.resources[name] { shares.pipelines } else { shares.directory }
+        let aim = ReloadAim(resource: name)
+        return { _ = targets.reload(aim) }
     }
 
     /// The source of a shared live pipeline of a `kind: list` resource, as the registry asks

@@ -48,8 +48,6 @@ extension ClusterAgent {
         // the one pipeline (a stream's own reload trigger).
         let pipelines = resources.values.filter { $0.name == name || $0.resource == name }
         if !pipelines.isEmpty { return pipelines.forEach { $0.reloadIfRunning() } }
-        for listing in directory.allListings {
-            listing.loop.execute { listing.hub?.activate("reload", onEveryStreamOf: name) }
-        }
+        _ = directory.reload(ReloadAim(resource: name))
     }
 }

@@ -34,7 +34,7 @@ import Synchronization
 /// document, one per resource, is no one's. A key stays charged to the client that started
 /// it until it is forgotten, even if that client left and others still follow it: a share
 /// can never be given back twice, and what it counts is what the client made the process hold.
-final class LivePipelines: Sendable {
+final class LivePipelines: ReloadTargets {
     /// Where every pipeline runs.
     let home: EventLoop
     private let maxIdentities: Int
@@ -200,13 +200,24 @@ final class LivePipelines: Sendable {
         }
     }
 
-    /// Refreshes every pipeline of `resource`, every parameter value and identity (`POST
-    /// /<name>/reload` here, or from the fleet).
-    func reload(_ resource: String) {
-        let pipelines = table.withLock { table in table.pipelines.values.filter { $0.key.resource == resource } }
+    /// Refreshes the pipelines `aim` names that some stream follows, every identity's (`POST
+    /// /<name>/reload[?team=core]` here, or from the fleet); returns how many. A public
+    /// document kept stopped has nothing to refresh, and is not counted.
+    func reload(_ aim: ReloadAim) -> Int {
+        let pipelines = followed(aim)
         home.execute {
             for pipeline in pipelines { pipeline.runningSource?.reload() }
         }
+        return pipelines.count
+    }
+
+    /// How many pipelines `aim` names that some stream follows.
+    func count(_ aim: ReloadAim) -> Int {
+        followed(aim).count
+    }
+
+    private func followed(_ aim: ReloadAim) -> [SharedPipeline] {
+        table.withLock { table in table.pipelines.values.filter { $0.followers > 0 && aim.aims(at: $0.key) } }
     }
 
     /// Live pipelines known, by resource (for tests and metrics).

@@ -69,11 +69,9 @@ struct EventsRoutes {
         ) { opener in
             var resources: [StreamedResource] = []
             for subscription in subscriptions {
-                let factory = views[subscription.resource]!
-                switch factory.make(request, subscription.parameters, opener) {
-                case .success(let view):
-                    resources.append(StreamedResource(
-                        name: subscription.resource, view: view, diff: factory.diff, isPrivate: !factory.varyingHeaders.isEmpty))
+                switch views[subscription.resource]!.streamed(subscription.resource, for: request, given: subscription.parameters, opener: opener) {
+                case .success(let resource):
+                    resources.append(resource)
                 case .failure(var error):
                     error.message = "resource \(subscription.resource): \(error.message)"
                     return .failure(error)

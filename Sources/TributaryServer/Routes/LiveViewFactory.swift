@@ -10,8 +10,8 @@ import HTTPServer
 /// of the trace of the request that opened the stream, with the headers it forwards.
 ///
 /// ```swift
-/// switch factory.make(request, nil, opener) {          // GET <route>, Accept: text/event-stream
-/// case .success(let view): …                          // the stream shows it
+/// switch factory.streamed("groups", for: request, given: nil, opener: opener) {   // GET <route>, Accept: text/event-stream
+/// case .success(let resource): …                                               // the stream shows it
 /// case .failure(let error): request.respond(error)
 /// }
 /// ```
@@ -20,11 +20,23 @@ struct LiveViewFactory {
     /// the resource's items' ids (``PatchIdentity``).
     let diff: JSONDiff
     /// `given`: the resource's parameters by name, or nil to read them from the request's
-    /// own route and query; `opener`: who opens the stream.
-    let make: (_ request: ServerRequest, _ given: [String: String]?, _ opener: StreamOpener) -> Result<any LiveViewModel, HTTPError>
+    /// own route and query; `opener`: who opens the stream. The view, with the parameter
+    /// values it shows.
+    let make: (_ request: ServerRequest, _ given: [String: String]?, _ opener: StreamOpener)
+        -> Result<(view: any LiveViewModel, parameters: ParameterValues), HTTPError>
     /// Whether its views are per identity, and the request headers they vary on: a stream
     /// carrying one is `Cache-Control: private`.
     var varyingHeaders: [String] = []
+
+    /// Resource `name` as a new stream carries it: its view for `request` (see ``make``), the
+    /// parameter values it shows, how its patches are made, whether it is private.
+    func streamed(
+        _ name: String, for request: ServerRequest, given: [String: String]?, opener: StreamOpener
+    ) -> Result<StreamedResource, HTTPError> {
+        make(request, given, opener).map { made in
+            StreamedResource(name: name, view: made.view, parameters: made.parameters, diff: diff, isPrivate: !varyingHeaders.isEmpty)
+        }
+    }
 }
 
 /// Who opens a stream: the request's verified token (if any), and the client as its quotas

@@ -71,7 +71,9 @@ final class ResourceRoutes<Kind: ServedKind> {
         LiveViewFactory(diff: kind.diff, make: { [requests, kind] request, given, opener in
             let credential = opener.credential
             let read = given.map { requests.read(request, given: $0, as: credential) } ?? requests.read(request, as: credential)
-            return read.flatMap { kind.asking($0, of: request, given: given) }.flatMap { kind.view(for: $0, of: request, opener: opener) }
+            return read.flatMap { read in
+                kind.asking(read, of: request, given: given).flatMap { kind.view(for: $0, of: request, opener: opener) }.map { ($0, read.parameters) }
+            }
         }, varyingHeaders: requests.varyingHeaders)
     }
 

@@ -26,8 +26,9 @@ final class EventFeed: Subscriber {
     typealias Failure = Never
 
     let id: StreamID
-    /// The resource it shows, e.g. `groups`.
+    /// The resource it shows, e.g. `groups`, and the parameter values it was opened with.
     let resource: String
+    let parameters: ParameterValues
     /// What it shows and what its client may poke; it lives as long as the feed.
     let view: any LiveViewModel
     /// How patches of its documents are made (which members are its items' ids).
@@ -51,6 +52,7 @@ final class EventFeed: Subscriber {
     init(id: StreamID, resource: StreamedResource, clientHas version: String?, stream: EventStream) {
         self.id = id
         self.resource = resource.name
+        parameters = resource.parameters
         view = resource.view
         diff = resource.diff
         self.stream = stream

@@ -168,6 +168,8 @@ final class EventStream {
 struct StreamedResource {
     let name: String
     let view: any LiveViewModel
+    /// The parameter values the view shows (a reload aimed at them reaches its stream).
+    var parameters: ParameterValues = .none
     let diff: JSONDiff
     var isPrivate = false
 }

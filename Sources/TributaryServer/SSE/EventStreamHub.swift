@@ -68,9 +68,7 @@ final class EventStreamHub {
             return request.respond(error)
         }
         open(request, count: 1, framing: .single, updates: updates, progressive: progressive, credential: credential) { opener in
-            views.make(request, nil, opener).map { view in
-                [StreamedResource(name: resource, view: view, diff: views.diff, isPrivate: !views.varyingHeaders.isEmpty)]
-            }
+            views.streamed(resource, for: request, given: nil, opener: opener).map { [$0] }
         }
     }
 
@@ -142,7 +140,7 @@ final class EventStreamHub {
         streams[ObjectIdentifier(stream)] = stream
         for feed in stream.feeds {
             feeds[feed.id] = feed
-            directory.opened(feed.id, in: listing)
+            directory.opened(feed.id, of: feed.resource, with: feed.parameters, in: listing)
             cluster?.streamOpened(feed.id)
             gauge(for: feed.resource).increment()
         }
@@ -204,10 +202,10 @@ final class EventStreamHub {
         }
     }
 
-    /// Activates `trigger` on every live stream of `resource` on this worker.
-    func activate(_ trigger: String, onEveryStreamOf resource: String) {
-        for feed in feeds.values where feed.resource == resource {
-            try? feed.view.activate(trigger, arguments: [:])
+    /// Activates `trigger` on the live streams `ids` of this worker (those still open).
+    func activate(_ trigger: String, on ids: [StreamID]) {
+        for id in ids {
+            try? feeds[id]?.view.activate(trigger, arguments: [:])
         }
     }
 
