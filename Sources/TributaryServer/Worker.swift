@@ -242,9 +242,9 @@ public final class Worker {
     /// fleet when there is one (every replica refreshes); else every shared pipeline of a list
     /// resource, or every stream's own view (`reload` trigger) on every worker of this process.
     private func reloader(of name: String) -> @Sendable () -> Void {
-        if let cluster = shares.cluster { return { cluster.reload(name) } }
-        let targets: any ReloadTargets = if case .list = configuration.resources[name] { shares.pipelines } else { shares.directory }
         let aim = ReloadAim(resource: name)
+        if let cluster = shares.cluster { return { cluster.reload(aim) } }
+        let targets: any ReloadTargets = if case .list = configuration.resources[name] { shares.pipelines } else { shares.directory }
         return { _ = targets.reload(aim) }
     }
 

@@ -120,11 +120,11 @@ struct FleetSealTests {
 
     @Test("reloads carry a nonce and a fleet name (a resource's, or a keyed pipeline's); leases and locations a replica id")
     func reloadsAndReplicas() {
-        let reload = ClusterMessage.encodeReload(of: "groups", nonce: 0xdead_beef)
-        #expect(ClusterMessage.decodeReload(reload[...])?.nonce == 0xdead_beef)
-        #expect(ClusterMessage.decodeReload(reload[...])?.resource == "groups")
+        let reload = ClusterMessage.encode(ClusterMessage.Reload(nonce: 0xdead_beef, name: "groups"))
+        #expect(String(decoding: reload, as: UTF8.self) == "00000000deadbeef groups", "an unaimed reload as before aimed ones")
+        #expect(ClusterMessage.decodeReload(reload[...]) == ClusterMessage.Reload(nonce: 0xdead_beef, name: "groups"))
         let keyed = "teamgroups:" + String(repeating: "0123456789abcdef", count: 2)
-        #expect(ClusterMessage.decodeReload(ClusterMessage.encodeReload(of: keyed, nonce: 1)[...])?.resource == keyed)
+        #expect(ClusterMessage.decodeReload(ClusterMessage.encode(ClusterMessage.Reload(nonce: 1, name: keyed))[...])?.name == keyed)
         for text in ["groups", "000000000000000g groups", "0000000000000001 ../x", "0000000000000001 ",
                      "0000000000000001 groups:", "0000000000000001 :" + String(repeating: "a", count: 32),
                      "0000000000000001 groups:" + String(repeating: "A", count: 32),
@@ -135,6 +135,28 @@ struct FleetSealTests {
         let replica = StreamID.random().description
         #expect(ClusterMessage.decodeReplica(Array(replica.utf8)[...]) == replica)
         #expect(ClusterMessage.decodeReplica(Array("evil".utf8)[...]) == nil)
+    }
+
+    @Test("an aimed reload carries its parameter values byte for byte, as a JSON object after the name; old and odd forms are told apart")
+    func aimedReloads() {
+        // K and the Kelvin sign are two values; quotes, backslashes and spaces survive the trip.
+        let values = ParameterValues(["team": "\u{212A}", "status": #"a "b" \ c"#])
+        let aimed = ClusterMessage.Reload(nonce: 7, name: "groups", values: values)
+        let bytes = ClusterMessage.encode(aimed)
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("0000000000000007 groups {"))
+        let decoded = ClusterMessage.decodeReload(bytes[...])
+        #expect(decoded == aimed)
+        #expect(decoded?.values.holds(ParameterValues(["team": "\u{212A}"])) == true)
+        #expect(decoded?.values.holds(ParameterValues(["team": "K"])) == false)
+        // A message as replicas wrote it before aimed reloads: every pipeline of the resource.
+        #expect(ClusterMessage.decodeReload(Array("0000000000000009 groups".utf8)[...])?.values == ParameterValues.none)
+        let keyed = "groups:" + String(repeating: "a", count: 32)
+        for text in ["0000000000000001 groups ", "0000000000000001 groups {}", "0000000000000001 groups []",
+                     #"0000000000000001 groups {"team":1}"#, #"0000000000000001 groups {"team":""}"#, #"0000000000000001 groups {"":"x"}"#,
+                     #"0000000000000001 groups {"team":"a","team":"b"}"#, #"0000000000000001 groups {"team":"a"} x"#,
+                     "0000000000000001 \(keyed) " + #"{"team":"a"}"#] {
+            #expect(ClusterMessage.decodeReload(Array(text.utf8)[...]) == nil, "\(text)")
+        }
     }
 
     @Test("a nonce seen within its window is a replay; after it, or another nonce, is not; the memory is pruned")

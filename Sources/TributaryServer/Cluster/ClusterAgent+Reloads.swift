@@ -7,16 +7,19 @@ import OpenCombine
 import Redis
 
 
-/// Reloads through the fleet: `POST /<name>/reload` on any replica reaches every pipeline of
-/// the resource on every replica (a stream's own `reload`, its key's pipeline).
+/// Reloads through the fleet: `POST /<name>/reload[?team=core]` on any replica reaches every
+/// pipeline of the resource whose parameter values hold those given, on every replica; a
+/// stream's own `reload` reaches its key's pipeline.
 extension ClusterAgent {
-    /// Reloads `name` for every subscriber of every replica (here only, while Redis is away).
-    func reload(_ name: String) {
-        guard isConnected else { return reloaded(name) }
-        let message = seal.seal(
-            ClusterMessage.encodeReload(of: name, nonce: random.next()), at: WallClock.milliseconds(), for: keys.reloads)
+    /// Reloads, for every subscriber of every replica, the pipelines named `name` (a
+    /// resource's whose parameter values hold `values`, or one keyed pipeline's fleet name);
+    /// here only, while Redis is away.
+    func reload(_ name: String, matching values: ParameterValues = .none) {
+        let reload = ClusterMessage.Reload(nonce: random.next(), name: name, values: values)
+        guard isConnected else { return reloaded(reload) }
+        let message = seal.seal(ClusterMessage.encode(reload), at: WallClock.milliseconds(), for: keys.reloads)
         redis.send(RedisCommand("PUBLISH", keys.reloads, message)) { [unowned self] result in
-            if case .failure = result { reloaded(name) }
+            if case .failure = result { reloaded(reload) }
         }
     }
 
@@ -37,17 +40,25 @@ extension ClusterAgent {
             guard recentReloads.firstSight(of: reload.nonce, until: expiry, now: now) else {
                 return rejections.reject(.replayed, from: keys.reloads)
             }
-            reloaded(reload.resource)
+            reloaded(reload)
         }
     }
 
-    /// A reload reached this replica: a shared pipeline refreshes where it runs, and every
-    /// stream of a resource with pipelines of their own reloads on its own worker.
-    func reloaded(_ name: String) {
-        // A resource's name reaches every pipeline of it (POST /<name>/reload), a fleet name
-        // the one pipeline (a stream's own reload trigger).
-        let pipelines = resources.values.filter { $0.name == name || $0.resource == name }
-        if !pipelines.isEmpty { return pipelines.forEach { $0.reloadIfRunning() } }
-        _ = directory.reload(ReloadAim(resource: name))
+    /// A reload reached this replica: a shared pipeline it names refreshes where it runs (a
+    /// keyed pipeline by its fleet name; a resource's name names each of its pipelines whose
+    /// parameter values hold the reload's); a resource with no shared pipelines here has
+    /// streams with pipelines of their own, and each that the reload names reloads on its worker.
+    func reloaded(_ reload: ClusterMessage.Reload) {
+        guard !reload.name.contains(":") else {
+            resources[reload.name]?.reloadIfRunning()
+            return
+        }
+        let aim = ReloadAim(resource: reload.name, values: reload.values)
+        let shared = resources.values.filter { $0.resource == aim.resource }
+        guard shared.isEmpty else {
+            for pipeline in shared where aim.aims(at: pipeline.key) { pipeline.reloadIfRunning() }
+            return
+        }
+        _ = directory.reload(aim)
     }
 }

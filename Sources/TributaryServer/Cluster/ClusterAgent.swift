@@ -121,7 +121,8 @@ final class ClusterAgent {
     /// whose document is larger than `maximumDocumentBytes` (its upstream's
     /// `maxResponseBytes`) are refused.
     func adopt(_ local: LiveResource, key: SharingKey, maximumDocumentBytes: Int) -> FleetLiveResource {
-        let fleet = FleetLiveResource(local: local, name: Self.fleetName(of: key), agent: self, maximumDocumentBytes: maximumDocumentBytes)
+        let fleet = FleetLiveResource(
+            local: local, key: key, name: Self.fleetName(of: key), agent: self, maximumDocumentBytes: maximumDocumentBytes)
         if let replaced = resources[fleet.name] { stopSharing(replaced) }
         if leasesHeld[key.resource] == nil {
             let gauge = Gauge(label: "tributary_cluster_lease_held", dimensions: [("resource", key.resource)])

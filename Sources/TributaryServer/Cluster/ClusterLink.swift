@@ -25,9 +25,10 @@ struct ClusterLink: Sendable {
         agent.loop.execute { agent.value.streamClosed(id) }
     }
 
-    func reload(_ resource: String) {
+    /// Reloads the pipelines `aim` names on every replica.
+    func reload(_ aim: ReloadAim) {
         let agent = self.agent
-        agent.loop.execute { agent.value.reload(resource) }
+        agent.loop.execute { agent.value.reload(aim.resource, matching: aim.values) }
     }
 
     /// Stops sharing resource `name` (a reload removed or changed it).

@@ -16,7 +16,9 @@ import HTTPServer
 /// - A control request for a stream (to the replica holding it) and its answer: small JSON
 ///   objects. A stream is named by the digest of its id (``ClusterKeys/streamDigest(_:)``),
 ///   never by the id; a request's tag is 64 random bits, so an answer cannot be guessed.
-/// - A reload: a random nonce (so a replayed one is told apart) and the resource's name.
+/// - A reload: a random nonce (so a replayed one is told apart), the resource's name, and
+///   the parameter values it is aimed at, if any (never a token or a credential: values of
+///   the resource's declared parameters only).
 /// - A lease or a stream's location: the holding replica's id.
 enum ClusterMessage {
     // MARK: - Live states
@@ -65,18 +67,37 @@ enum ClusterMessage {
 
     // MARK: - Reloads
 
-    static func encodeReload(of resource: String, nonce: UInt64) -> [UInt8] {
-        Array("\(LowercaseHex.string(nonce)) \(resource)".utf8)
+    /// A reload: a random nonce (so a replayed one is told apart), a fleet name, and for a
+    /// resource's name the parameter values its pipelines must hold (none: every one).
+    struct Reload: Equatable {
+        let nonce: UInt64
+        /// A resource's name (its pipelines), or one keyed pipeline's: the name, a colon and 32
+        /// lowercase hex digits (``ClusterAgent/fleetName(of:)``: a stream's own reload trigger).
+        let name: String
+        var values: ParameterValues = .none
     }
 
-    /// The nonce and the fleet name of a reload: a resource's name (every pipeline of it), or
-    /// one keyed pipeline's, the name, a colon and 32 lowercase hex digits
-    /// (``ClusterAgent/fleetName(of:)``: a stream's own reload trigger).
-    static func decodeReload(_ payload: ArraySlice<UInt8>) -> (nonce: UInt64, resource: String)? {
+    /// `<nonce> <name>`, as every reload was written before they could be aimed (so replicas
+    /// that predate aimed reloads still take every other reload), or `<nonce> <name> <values>`,
+    /// the values a JSON object of strings: `00000000deadbeef groups {"team":"core"}`. Such a
+    /// replica drops the longer form as malformed: it reloads nothing rather than everything.
+    static func encode(_ reload: Reload) -> [UInt8] {
+        var bytes = Array("\(LowercaseHex.string(reload.nonce)) \(reload.name)".utf8)
+        guard !reload.values.isEmpty else { return bytes }
+        bytes.append(UInt8(ascii: " "))
+        bytes += JSON.object(reload.values.entries.map { ($0.name, JSON.string($0.value)) }).serialized
+        return bytes
+    }
+
+    /// The reload in `payload`, or nil: values only after a resource's name, an object of
+    /// non-empty strings, each name once.
+    static func decodeReload(_ payload: ArraySlice<UInt8>) -> Reload? {
         guard payload.count > 17, payload[payload.startIndex + 16] == UInt8(ascii: " ") else { return nil }
         let digits = payload.prefix(16)
         guard digits.allSatisfy(LowercaseHex.isDigit) else { return nil }
-        let name = payload.dropFirst(17)
+        let rest = payload.dropFirst(17)
+        let space = rest.firstIndex(of: UInt8(ascii: " "))
+        let name = rest[..<(space ?? rest.endIndex)]
         let colon = name.firstIndex(of: UInt8(ascii: ":"))
         let resource = name[..<(colon ?? name.endIndex)]
         guard !resource.isEmpty, resource.allSatisfy({ Configuration.resourceNameBytes.contains($0) }) else { return nil }
@@ -84,7 +105,15 @@ enum ClusterMessage {
             let digest = name[(colon + 1)...]
             guard digest.count == 32, digest.allSatisfy(LowercaseHex.isDigit) else { return nil }
         }
-        return (LowercaseHex.value(of: digits), String(decoding: name, as: UTF8.self))
+        var reload = Reload(nonce: LowercaseHex.value(of: digits), name: String(decoding: name, as: UTF8.self))
+        guard let space else { return reload }
+        guard colon == nil, let members = (try? JSON(parsing: rest[(space + 1)...]))?.objectValue, !members.isEmpty else { return nil }
+        var values: [String: String] = [:]
+        for (key, value) in members {
+            guard !key.isEmpty, let text = value.stringValue, !text.isEmpty, values.updateValue(text, forKey: key) == nil else { return nil }
+        }
+        reload.values = ParameterValues(values)
+        return reload
     }
 
     // MARK: - Replicas

@@ -39,8 +39,10 @@ final class FleetLiveResource: LiveSource {
     /// its one public document, the name and a digest of the key for a pipeline of parameter
     /// values or an identity (``ClusterAgent/fleetName(of:)``).
     let name: String
-    /// The resource it is a pipeline of (the lease gauge's label).
-    let resource: String
+    /// The key it is the pipeline of: its resource (the lease gauge's label) and parameter
+    /// values, which a reload aimed at them names.
+    let key: SharingKey
+    var resource: String { key.resource }
     /// The latest state at once, then every newer one; subscribing and leaving is counted, as
     /// the fleet runs the pipeline only while some replica has subscribers.
     private(set) lazy var states: AnyPublisher<LiveState, Never> = latest.compactMap { $0 }.removeDuplicates().shareLatest()
@@ -62,9 +64,9 @@ final class FleetLiveResource: LiveSource {
     private var pipeline: AnyCancellable?
     private var relay: AnyCancellable?
 
-    init(local: LiveResource, name: String, agent: ClusterAgent, maximumDocumentBytes: Int) {
+    init(local: LiveResource, key: SharingKey, name: String, agent: ClusterAgent, maximumDocumentBytes: Int) {
         self.name = name
-        resource = local.name
+        self.key = key
         self.local = local
         self.agent = agent
         self.maximumDocumentBytes = maximumDocumentBytes
