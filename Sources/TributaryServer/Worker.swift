@@ -238,14 +238,21 @@ public final class Worker {
         }
     }
 
-    /// How `POST /<name>/reload` refreshes resource `name` for every subscriber: through the
-    /// fleet when there is one (every replica refreshes); else every shared pipeline of a list
-    /// resource, or every stream's own view (`reload` trigger) on every worker of this process.
-    private func reloader(of name: String) -> @Sendable () -> Void {
-        let aim = ReloadAim(resource: name)
-        if let cluster = shares.cluster { return { cluster.reload(aim) } }
+    /// How `POST /<name>/reload[?team=core]` refreshes resource `name`, and what it counts:
+    /// the live pipelines whose parameter values hold those given, every identity's: the
+    /// process's shared pipelines of a list resource, or the streams of a kind whose streams
+    /// have pipelines of their own (`reload` trigger), on every worker. Through the fleet when
+    /// there is one: every replica refreshes its own, and the count is this replica's (each
+    /// of its pipelines refreshed by whichever replica runs it; one only other replicas
+    /// follow is refreshed, not counted).
+    private func reloader(of name: String) -> @Sendable (ParameterValues) -> Int {
         let targets: any ReloadTargets = if case .list = configuration.resources[name] { shares.pipelines } else { shares.directory }
-        return { _ = targets.reload(aim) }
+        guard let cluster = shares.cluster else { return { values in targets.reload(ReloadAim(resource: name, values: values)) } }
+        return { values in
+            let aim = ReloadAim(resource: name, values: values)
+            cluster.reload(aim)
+            return targets.count(aim)
+        }
     }
 
     /// The source of a shared live pipeline of a `kind: list` resource, as the registry asks

@@ -131,6 +131,34 @@ struct OpenAPITests {
         #expect(Self.at(document, "paths", "/groups", "get", "security") == nil, "reading needs no token")
     }
 
+    @Test("a reload declares its resource's parameters as optional query parameters that aim it, and answers {\"reloaded\":N}")
+    func aimedReload() async throws {
+        let (document, _) = try await Self.document(Self.extendedYAML)
+        let reload = try #require(Self.at(document, "paths", "/teamgroups/reload", "post") as? [String: Any])
+        let parameters = Self.parameters(reload)
+        #expect(parameters.compactMap { $0["name"] as? String } == ["status", "team"])
+        for parameter in parameters {
+            #expect(parameter["in"] as? String == "query", "a path parameter of the GET is a query parameter of the reload")
+            #expect(parameter["required"] == nil, "each optional: none given reloads every pipeline")
+            #expect(Self.at(parameter, "schema", "default") == nil, "a reload fills in no default")
+            #expect(Self.at(parameter, "schema", "minLength") as? Int == 1, "an empty value is refused")
+        }
+        let team = try #require(parameters.first { $0["name"] as? String == "team" })
+        #expect(Self.at(team, "schema", "pattern") as? String == "^[a-z0-9-]{1,40}$")
+        let status = try #require(parameters.first { $0["name"] as? String == "status" })
+        #expect(Self.at(status, "schema", "enum") as? [String] == ["open", "done"])
+        #expect((status["description"] as? String)?.contains("`open` when it gave none") == true)
+        let answer = try #require(Self.at(reload, "responses", "202", "content", "application/json", "schema") as? [String: Any])
+        #expect(answer["required"] as? [String] == ["reloaded"])
+        #expect(Self.at(answer, "properties", "reloaded", "type") as? String == "integer")
+        #expect(Self.at(answer, "properties", "reloaded", "minimum") as? Int == 0)
+        #expect(Self.codes(reload, "400")?.contains("invalid_parameter") == true)
+
+        let groups = try #require(Self.at(document, "paths", "/groups/reload", "post") as? [String: Any])
+        #expect(Self.parameters(groups).isEmpty, "no parameters, nothing to aim at")
+        #expect(Self.codes(groups, "400")?.contains("invalid_parameter") == false)
+    }
+
     /// The value at `keys` in nested JSON objects.
     static func at(_ value: Any?, _ keys: String...) -> Any? {
         keys.reduce(value) { value, key in (value as? [String: Any])?[key] }

@@ -223,12 +223,19 @@ extension OpenAPIDocument {
     }
 
     private func reloadOperation(_ name: String, _ resource: Configuration.Resource) -> OpenAPI.Operation {
-        let what = if case .list = resource {
-            "Refreshes the shared live pipeline now, for every subscriber."
+        let (what, counted) = if case .list = resource {
+            ("Refreshes the shared live pipelines now, for every subscriber and identity.", "live pipelines (one per parameter values and identity)")
         } else {
-            "Activates `reload` on every live stream of the resource, on every worker (and, in a fleet, every replica)."
+            ("Activates `reload` on every live stream of the resource, on every worker (and, in a fleet, every replica).", "live streams")
         }
+        let definitions = resource.routing.parameters
+        let aimed = definitions.isEmpty ? "" : " Parameters aim it: only the pipelines whose values are all of those given, byte for byte."
         var errors: [OpenAPI.ErrorCase] = []
+        if !definitions.isEmpty {
+            errors.append(OpenAPI.ErrorCase(
+                status: 400, code: "invalid_parameter",
+                when: "a parameter the resource does not declare, one given twice or empty, or a value its `GET` refuses (the message names it); nothing is reloaded"))
+        }
         var security: [String] = []
         if configuration.server.adminToken != nil {
             errors.append(OpenAPI.ErrorCase(status: 401, code: "unauthorized", when: "no `Authorization: Bearer <admin token>`, or another token"))
@@ -236,10 +243,28 @@ extension OpenAPIDocument {
         } else {
             errors.append(OpenAPI.ErrorCase(status: 403, code: "forbidden", when: "a client not on the service's own host (loopback): without an admin token, only those may reload"))
         }
+        let parameters = definitions.map { definition in
+            let given = switch (definition.location, definition.defaultValue) {
+            case (.path, _): "the `{\(definition.name)}` segment of its route, percent-decoded"
+            case (.query, nil): "its query"
+            case (.query, let value?): "its query (`\(value)` when it gave none)"
+            }
+            return OpenAPI.Parameter(
+                name: definition.name, location: .query,
+                description: "Reload only the \(counted) whose `\(definition.name)` is this value, byte for byte, as a `GET` gave it in "
+                    + "\(given). Not given: any value.",
+                schema: .object(Self.valueSchema(definition)))
+        }
+        let reloaded = JSON.object([
+            ("type", .string("integer")), ("minimum", .integer(0)),
+            ("description", .string("The \(counted) of this replica that the reload refreshes. In a fleet every replica refreshes its own; "
+                + "those only other replicas have are refreshed, and not counted here.")),
+        ])
         return OpenAPI.Operation(
-            method: "post", id: "reload_\(name)", tag: .resources, summary: "Reload `/\(name)` for everyone", description: what,
+            method: "post", id: "reload_\(name)", tag: .resources, summary: "Reload `/\(name)` for everyone", description: what + aimed,
+            parameters: parameters,
             answers: [OpenAPI.Answer(status: 202, description: "The reload has started.", content: [
-                ("application/json", Self.object(required: [("reloading", .object([("const", .string(name))]))])),
+                ("application/json", Self.object(required: [("reloaded", reloaded)])),
             ])],
             errors: errors, security: security)
     }
@@ -252,10 +277,7 @@ extension OpenAPIDocument {
     /// A declared parameter of a resource: in its route or its query (on `GET /events`, every
     /// one is a query parameter prefixed with the resource's name), with its schema.
     static func parameter(_ definition: ParameterDefinition, prefix: String = "", subscription: String = "") -> OpenAPI.Parameter {
-        var value: [(key: String, value: JSON)] = [("type", .string("string")), ("minLength", .integer(1)),
-                                                   ("maxLength", .integer(ParameterDefinition.maximumValueBytes))]
-        if let pattern = definition.pattern { value.append(("pattern", .string(pattern))) }
-        if let allowed = definition.allowed { value.append(("enum", .array(allowed.map(JSON.string)))) }
+        let value = valueSchema(definition)
         let location: OpenAPI.Parameter.Location = prefix.isEmpty && definition.location == .path ? .path : .query
         // In a query, an empty value counts as none (the default, or absent): it is valid too.
         var schema: [(key: String, value: JSON)] = location == .path
@@ -267,6 +289,16 @@ extension OpenAPIDocument {
             name: prefix + definition.name, location: location, required: definition.required,
             description: "Goes into the upstream calls' paths (\(placement) of `GET` on the resource).\(subscription)",
             schema: .object(schema))
+    }
+
+    /// What a value of a declared parameter must be: a non-empty string within the longest
+    /// value, of its `pattern` and `enum`.
+    static func valueSchema(_ definition: ParameterDefinition) -> [(key: String, value: JSON)] {
+        var value: [(key: String, value: JSON)] = [("type", .string("string")), ("minLength", .integer(1)),
+                                                   ("maxLength", .integer(ParameterDefinition.maximumValueBytes))]
+        if let pattern = definition.pattern { value.append(("pattern", .string(pattern))) }
+        if let allowed = definition.allowed { value.append(("enum", .array(allowed.map(JSON.string)))) }
+        return value
     }
 
     /// The 400s a resource with parameters answers before any upstream call.

@@ -79,11 +79,28 @@ struct ResourceRequestReader {
     /// path and query parameters alike, and its `fields`, for `request`'s caller.
     func read(_ request: ServerRequest, given: [String: String], as credential: Credential? = nil) -> Result<ResourceRequest, HTTPError> {
         fields(given[FieldSelection.parameter]).flatMap { fields in
-            switch validator.values(from: given) {
-            case .success(let values): .success(resourceRequest(with: values, from: request, as: credential, keeping: fields))
-            case .failure(let error): .failure(HTTPError(status: 400, code: error.code.rawValue, message: error.message))
-            }
+            validator.values(from: given).map { values in resourceRequest(with: values, from: request, as: credential, keeping: fields) }
+                .mapError(Self.refusal)
         }
+    }
+
+    /// `POST /<name>/reload?team=core`: the parameter values the reload aims at (none: every
+    /// pipeline), from the query, each checked as a `GET`'s, with no default filled in
+    /// (``ParameterValidator/namedValues(from:)``): 400 `invalid_parameter` naming a parameter
+    /// the resource does not declare, one given twice or empty, a value a `GET` would refuse.
+    /// `access_token` is a bearer token, never an aim: no fleet message may carry one.
+    func reloadValues(of request: ServerRequest) -> Result<ParameterValues, HTTPError> {
+        let pairs = QueryString.pairs(request.query ?? "")
+        if pairs.contains(where: { $0.name == BearerToken.queryName }) {
+            return .failure(HTTPError(status: 400, code: ParameterError.Code.invalidParameter.rawValue,
+                                      message: "parameter \(BearerToken.queryName) is a bearer token, not a value to aim a reload at"))
+        }
+        return validator.namedValues(from: pairs).mapError(Self.refusal)
+    }
+
+    /// The 400 answer of parameters the validator refused.
+    private static func refusal(_ error: ParameterError) -> HTTPError {
+        HTTPError(status: 400, code: error.code.rawValue, message: error.message)
     }
 
     /// The members a request keeps: those of its `fields` (nil: not given) that the resource

@@ -24,8 +24,10 @@ protocol ServedKind {
     func view(for asked: Asked, of request: ServerRequest, opener: StreamOpener) -> Result<any LiveViewModel, HTTPError>
     /// How patches of its documents are made (`updates=patch`).
     var diff: JSONDiff { get }
-    /// `POST /<name>/reload`, for kinds that refresh every subscriber at once.
-    var reload: (@Sendable () -> Void)? { get }
+    /// `POST /<name>/reload[?team=core]`, for kinds that refresh every subscriber at once:
+    /// refreshes the live pipelines whose parameter values hold those given (all, for none)
+    /// and says how many it counted.
+    var reload: (@Sendable (ParameterValues) -> Int)? { get }
 }
 
 /// The endpoints of one resource named `name`, served at its `route` (`/<name>` unless
@@ -37,7 +39,8 @@ protocol ServedKind {
 ///   kind's view, else the kind's document as JSON (``JSONAnswers``: requests asking the same
 ///   at the same time share one run, whose upstream calls carry the trace of the request that
 ///   started it; the last of them to disconnect cancels it and every call in flight).
-/// - `POST /<name>/reload`, when the kind has a reload (with the admin token, if configured).
+/// - `POST /<name>/reload[?team=core]`, when the kind has a reload (with the admin token, if
+///   configured): the parameters given aim it (checked as a `GET`'s, 400 `invalid_parameter`).
 ///
 /// A class, generic over its kind (specialized: no existential on the JSON path): its route
 /// handlers capture it, and a struct this size would be copied into every request's closures.
@@ -83,7 +86,7 @@ final class ResourceRoutes<Kind: ServedKind> {
             guard door.isOpen else { return door.admit(request) { [self] credential in serve(request, as: credential) } }
             serve(request, as: nil)
         }
-        if let reload = kind.reload { router.addReload(of: name, admin: admin, reload) }
+        if let reload = kind.reload { router.addReload(of: name, admin: admin, aim: requests.reloadValues(of:), reload) }
     }
 
     /// `GET <route>` once admitted: the live stream, or the JSON document.

@@ -1,3 +1,4 @@
+import Aggregation
 import HTTPCore
 import HTTPServer
 
@@ -13,14 +14,23 @@ extension Router where Handler == Route {
         add(method, pattern, Route(pattern: pattern, handle: handle))
     }
 
-    /// `POST /<name>/reload`: runs `reload` (every pipeline or stream of resource `name`,
-    /// here or through the fleet) for a client `admin` lets in, and answers 202
-    /// `{"reloading":"<name>"}`.
-    mutating func addReload(of name: String, admin: AdminToken, _ reload: @escaping @Sendable () -> Void) {
+    /// `POST /<name>/reload[?team=core]`: for a client `admin` lets in, reads the parameter
+    /// values the reload aims at (`aim`: 400 when refused, and nothing is reloaded), runs
+    /// `reload` with them (the live pipelines or streams of resource `name` whose values hold
+    /// them, here or through the fleet) and answers 202 `{"reloaded":N}`, N being what
+    /// `reload` counted.
+    mutating func addReload(
+        of name: String, admin: AdminToken, aim: @escaping (ServerRequest) -> Result<ParameterValues, HTTPError>,
+        _ reload: @escaping @Sendable (ParameterValues) -> Int
+    ) {
         add(.post, "/\(name)/reload") { request in
             guard admin.authorize(request) else { return }
-            reload()
-            request.respond(status: 202, json: JSONWriter.object([("reloading", name)]), headers: [("Cache-Control", "no-store")])
+            switch aim(request) {
+            case .success(let values):
+                request.respond(status: 202, json: #"{"reloaded":\#(reload(values))}"#, headers: [("Cache-Control", "no-store")])
+            case .failure(let error):
+                request.respond(error)
+            }
         }
     }
 }

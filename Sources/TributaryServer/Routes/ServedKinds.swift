@@ -7,7 +7,7 @@ import OpenCombine
 /// `kind: list` (e.g. `/groups`): a list plus each item's details. A JSON GET runs the
 /// snapshot for its parameter values and identity; a stream follows the process's shared
 /// pipeline of that key (``WorkerPipelines``); `POST /<name>/reload` refreshes every
-/// pipeline of the resource, here or through the fleet.
+/// pipeline of the resource whose parameter values hold those given, here or through the fleet.
 struct ListKind: ServedKind {
     let name: String
     let settings: Configuration.ListSettings
@@ -16,13 +16,13 @@ struct ListKind: ServedKind {
     let pipelines: WorkerPipelines
     /// What its snapshots share about details: the worker's batch windows, the detail cache.
     let details: DetailSharing?
-    let reload: (@Sendable () -> Void)?
+    let reload: (@Sendable (ParameterValues) -> Int)?
     /// The resource as every request without parameters or identity asks for it, made once.
     private let everyone: ListResource
 
     init(
         name: String, settings: Configuration.ListSettings, definition: Configuration.ResourceDefinition, upstream: Upstream,
-        pipelines: WorkerPipelines, details: DetailSharing?, reload: @escaping @Sendable () -> Void
+        pipelines: WorkerPipelines, details: DetailSharing?, reload: @escaping @Sendable (ParameterValues) -> Int
     ) {
         self.name = name
         self.settings = settings
@@ -64,13 +64,13 @@ struct ListKind: ServedKind {
 /// `kind: pages` (e.g. `/rows`): a list, each item with its paginated sub-list. A JSON GET
 /// answers every row with its first page; a stream has a view of its own (``RowsView``),
 /// with the triggers `loadMore` (`?topic=<id>`: that row's next page) and `reload`;
-/// `POST /<name>/reload` reloads every live stream of the resource, on every worker (and in a
-/// fleet on every replica).
+/// `POST /<name>/reload` reloads every live stream of the resource opened with the parameter
+/// values given (all, for none), on every worker (and in a fleet on every replica).
 struct PagesKind: ServedKind {
     let name: String
     let settings: Configuration.PagesSettings
     let upstream: Upstream
-    let reload: (@Sendable () -> Void)?
+    let reload: (@Sendable (ParameterValues) -> Int)?
 
     var diff: JSONDiff { PatchIdentity.diff(settings.definition) }
 
@@ -106,7 +106,7 @@ struct SearchKind: ServedKind {
     let settings: Configuration.SearchSettings
     let upstream: Upstream
     let scheduler: EventLoopScheduler
-    var reload: (@Sendable () -> Void)? { nil }
+    var reload: (@Sendable (ParameterValues) -> Int)? { nil }
 
     var diff: JSONDiff { PatchIdentity.diff(settings.definition) }
 
