@@ -21,6 +21,9 @@ import Synchronization
 /// ```
 public final class NginxProcess: Sendable {
     public let port: UInt16
+    /// The port of each listen address it chose, by the template variable that holds it
+    /// (``start(replicas:template:alongside:variables:listening:timeout:)``'s `listening`).
+    public let ports: [String: UInt16]
     /// Where the configuration and nginx's own files are.
     public let directory: String
     /// What nginx printed: its error log and the access log, one line per request with the
@@ -28,8 +31,9 @@ public final class NginxProcess: Sendable {
     public let output: Observed<String>
     private let pid: Mutex<pid_t?>
 
-    private init(port: UInt16, directory: String, output: Observed<String>, pid: pid_t) {
+    private init(port: UInt16, ports: [String: UInt16], directory: String, output: Observed<String>, pid: pid_t) {
         self.port = port
+        self.ports = ports
         self.directory = directory
         self.output = output
         self.pid = Mutex(pid)
@@ -61,26 +65,47 @@ public final class NginxProcess: Sendable {
         ]
     }
 
+    /// A deployment template beside ``deployTemplate`` (`webhook-reload.conf.template`).
+    public static func deployFile(_ name: String) -> URL {
+        deployTemplate.deletingLastPathComponent().appendingPathComponent(name)
+    }
+
     /// Starts nginx on a free loopback port in front of `replicas` (their ports) and waits
-    /// until it answers.
+    /// until it answers. The templates `alongside` are included too, rendered with the
+    /// template's variables and `given`; each variable `listening` names is a loopback
+    /// address on a free port of its own (``ports``).
     public static func start(
-        replicas: [UInt16], template: URL = deployTemplate, timeout: Duration = .seconds(10)
+        replicas: [UInt16], template: URL = deployTemplate, alongside: [URL] = [], variables given: [String: String] = [:],
+        listening: [String] = [], timeout: Duration = .seconds(10)
     ) async throws -> NginxProcess {
-        let text = try String(contentsOf: template, encoding: .utf8)
-        // A free port may be taken by another test before nginx binds it: then another one.
+        let texts = try ([template] + alongside).map { try String(contentsOf: $0, encoding: .utf8) }
+        // A free port may be taken by another test before nginx binds it: then other ones.
         var attempt = 1
         while true {
             let port = try LoopbackPort.free()
+            // Each its own: two servers on one port would share it, the first answering for both.
+            var ports: [String: UInt16] = [:]
+            for name in listening {
+                var free = try LoopbackPort.free()
+                while free == port || ports.values.contains(free) { free = try LoopbackPort.free() }
+                ports[name] = free
+            }
             let directory = try makeDirectory()
-            let server = try render(text, with: variables(listenPort: port, replicas: replicas))
-            try server.write(toFile: directory + "/tributary.conf", atomically: true, encoding: .utf8)
-            try mainConfiguration(directory: directory, including: directory + "/tributary.conf")
+            let all = variables(listenPort: port, replicas: replicas).merging(given) { $1 }
+                .merging(ports.mapValues { "127.0.0.1:\($0)" }) { $1 }
+            var included: [String] = []
+            for (index, text) in texts.enumerated() {
+                let path = directory + (index == 0 ? "/tributary.conf" : "/alongside-\(index).conf")
+                try render(text, with: all).write(toFile: path, atomically: true, encoding: .utf8)
+                included.append(path)
+            }
+            try mainConfiguration(directory: directory, including: included)
                 .write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
             let output = Observed("")
             let pid = try ChildProcess.spawn(
                 executable, [executable, "-p", directory + "/", "-c", directory + "/nginx.conf", "-e", "stderr"],
                 output: output, ownProcessGroup: true)
-            let nginx = NginxProcess(port: port, directory: directory, output: output, pid: pid)
+            let nginx = NginxProcess(port: port, ports: ports, directory: directory, output: output, pid: pid)
             let started = await output.wait(timeout: timeout) {
                 $0.contains("start worker process") || $0.contains(ChildProcess.outputEndedMarker)
             }
@@ -157,6 +182,11 @@ public final class NginxProcess: Sendable {
     /// file nginx writes in `directory`: what the official image's nginx.conf is to its
     /// conf.d, minus the paths under /var.
     public static func mainConfiguration(directory: String, including server: String) -> String {
+        mainConfiguration(directory: directory, including: [server])
+    }
+
+    /// ``mainConfiguration(directory:including:)`` including each of `servers`, in order.
+    public static func mainConfiguration(directory: String, including servers: [String]) -> String {
         """
         daemon off;
         worker_processes 1;
@@ -169,7 +199,7 @@ public final class NginxProcess: Sendable {
             fastcgi_temp_path "\(directory)/fastcgi";
             uwsgi_temp_path "\(directory)/uwsgi";
             scgi_temp_path "\(directory)/scgi";
-            include "\(server)";
+        \(servers.map { "    include \"\($0)\";" }.joined(separator: "\n"))
         }
 
         """
