@@ -24,7 +24,7 @@ struct ProgressiveDocumentsTests {
                 if fixture.group(forMetadataPath: request.path)?.id == slow { return reply.held { _ in released.value } }
                 return reply
             }
-            let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, groups: extra))
+            let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, groups: extra, timeout: "60s"))
             return World(fixture: fixture, released: released, upstream: upstream, service: service)
         }
 
@@ -210,7 +210,7 @@ struct ProgressiveDocumentsTests {
             }
             return fixture.reply(to: request) ?? .json("{}", status: 404)
         }
-        let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, groups: "onItemFailure: fail"))
+        let service = try await ServiceHarness(yaml: ServiceHarness.groupsYAML(upstream: upstream.baseURL, groups: "onItemFailure: fail", timeout: "60s"))
         let stream = try await service.events("/groups?progressive=true")
         var document = try JSON(parsing: Array(try await stream.next(type: "snapshot").data.utf8))
         while Self.pending(document) != [slow] {
