@@ -303,8 +303,15 @@ package struct HTTPResponseParser {
                     if parsedStatus.minorVersion == 0 && HTTPSyntax.equalsIgnoringCase(option, "keep-alive") { keepsAlive = true }
                 }
             }
-            if keepsHeaders, keptHeaders?.contains(where: { HTTPSyntax.tokenEqualsIgnoringCase(name, $0) }) ?? true {
-                headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            if keepsHeaders {
+                if let keptHeaders {
+                    // Under the lowercase name asked for: read back with `==`, not without case.
+                    if let kept = keptHeaders.first(where: { HTTPSyntax.tokenEqualsIgnoringCase(name, $0) }) {
+                        headers.append((kept.description, String(decoding: value, as: UTF8.self)))
+                    }
+                } else {
+                    headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+                }
             }
         }
         let end = lineStart + (head[lineStart] == Self.lf ? 1 : 2)

@@ -60,10 +60,24 @@ public struct ByteBudgetedEntries<Key: Hashable, Value> {
 
     /// Makes `key`'s entry the newest, the last to be evicted.
     public mutating func touch(_ key: Key) {
-        guard entries[key] != nil else { return }
+        guard let index = entries.index(forKey: key) else { return }
         let newest = stamp(key)
-        entries[key]?.stamp = newest
+        entries.values[index].stamp = newest
         compactOrder()
+    }
+
+    /// `key`'s value, a read that counts as a use, with one lookup: its entry is made the
+    /// newest unless it is among the newest half already. The order is then least recently
+    /// used within half the entries, and a store read over and over in the same order (a
+    /// refresh's calls, every refresh) does not stamp, append and compact on every read.
+    public mutating func use(_ key: Key) -> Value? {
+        guard let index = entries.index(forKey: key) else { return nil }
+        if nextStamp - entries.values[index].stamp >= UInt64(entries.count / 2) {
+            let newest = stamp(key)
+            entries.values[index].stamp = newest
+            compactOrder()
+        }
+        return entries.values[index].value
     }
 
     public mutating func remove(_ key: Key) {
@@ -76,12 +90,18 @@ public struct ByteBudgetedEntries<Key: Hashable, Value> {
         return nextStamp
     }
 
+    /// The stamp of `key`'s entry, read in place (`entries[key]?.stamp` copied the whole
+    /// entry, its value's references retained and released, for one number).
+    private func stampOf(_ key: Key) -> UInt64? {
+        entries.index(forKey: key).map { entries.values[$0].stamp }
+    }
+
     /// Evicts the oldest entries until the rest fit the budget.
     private mutating func evictBeyondBudget() {
         while bytes > budget, orderHead < order.count {
             let (oldest, stamp) = order[orderHead]
             orderHead += 1
-            if entries[oldest]?.stamp == stamp { remove(oldest) }
+            if stampOf(oldest) == stamp { remove(oldest) }
         }
     }
 
@@ -92,7 +112,7 @@ public struct ByteBudgetedEntries<Key: Hashable, Value> {
         let slots = order.count - orderHead
         if slots > 2 * entries.count + 16 {
             let entries = self.entries
-            order = order[orderHead...].filter { entries[$0.key]?.stamp == $0.stamp }
+            order = order[orderHead...].filter { entries.index(forKey: $0.key).map { entries.values[$0].stamp } == $0.stamp }
             orderHead = 0
         } else if orderHead > 16 && orderHead >= slots {
             order.removeFirst(orderHead)

@@ -22,10 +22,26 @@ public final class KeptAnswers {
         public let identity: Identity
         /// The call's path below the upstream's base, query included, as sent.
         public let call: ExactText
+        /// Both hashed once, when the key is made: the eviction order looks keys up again
+        /// as it drops the places it left behind, and hashing a path's bytes each time cost
+        /// more than the rest of a revalidated call.
+        private let hash: Int
 
         public init(identity: Identity, call: String) {
             self.identity = identity
             self.call = ExactText(call)
+            var hasher = Hasher()
+            hasher.combine(identity)
+            hasher.combine(self.call)
+            hash = hasher.finalize()
+        }
+
+        public static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.hash == rhs.hash && lhs.call == rhs.call && lhs.identity == rhs.identity
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(hash)
         }
     }
 
@@ -51,9 +67,7 @@ public final class KeptAnswers {
 
     /// The answer kept for `key`, if any; a hit counts as a use (the least recently used go first).
     public func answer(for key: Key) -> Answer? {
-        guard let answer = entries[key] else { return nil }
-        entries.touch(key)
-        return answer
+        entries.use(key)
     }
 
     /// Keeps `document`, parsed from a body of `bodyBytes`, with its validators for `key`, in

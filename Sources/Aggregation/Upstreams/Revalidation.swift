@@ -29,11 +29,15 @@ public struct Validators: Sendable, Equatable {
     /// first change's date, the second change never fetched. A weak tag (`W/"…"`) is sent back
     /// as it came: a 304 to it says the answer is equivalent, as the upstream judges.
     public init?(of response: UpstreamResponse) {
-        let tag = response.header("ETag").flatMap { tag in
-            tag.isEmpty || tag == "*" || tag.contains(",") || tag.utf8.count > Self.longestEntityTag ? nil : tag
+        self.init(AnswerHeaders.Read(response))
+    }
+
+    /// The validators of the headers read from an answer.
+    init?(_ read: AnswerHeaders.Read) {
+        let tag = read.entityTag.flatMap { tag in
+            tag.isEmpty || tag == "*" || tag.utf8.contains(UInt8(ascii: ",")) || tag.utf8.count > Self.longestEntityTag ? nil : tag
         }
-        let date = response.header("Date")
-        let modified = response.header("Last-Modified").flatMap { modified in date != nil && date != modified ? modified : nil }
+        let modified = read.lastModified.flatMap { modified in read.date != nil && read.date != modified ? modified : nil }
         self.init(entityTag: tag, lastModified: modified)
     }
 
@@ -41,9 +45,14 @@ public struct Validators: Sendable, Equatable {
     /// entity tag; without one, `If-Modified-Since` with the date (a recipient ignores the
     /// date when there is a tag, RFC 9110 §13.1.3, so one header says all).
     public var conditionalHeaders: UpstreamHeaders {
-        if let entityTag { return [("If-None-Match", entityTag)] }
-        if let lastModified { return [("If-Modified-Since", lastModified)] }
-        return []
+        conditionalHeader.map { [$0] } ?? []
+    }
+
+    /// ``conditionalHeaders``' one header, for a call that appends it to its own.
+    var conditionalHeader: (String, String)? {
+        if let entityTag { return ("If-None-Match", entityTag) }
+        if let lastModified { return ("If-Modified-Since", lastModified) }
+        return nil
     }
 
     /// What keeping them costs, in bytes.
@@ -64,7 +73,41 @@ public struct AnswerHeaders: Sendable {
     }
 
     public init(of response: UpstreamResponse) {
-        self.init(validators: Validators(of: response), cacheControl: response.headerList("Cache-Control"), age: response.header("Age"))
+        let read = Read(response)
+        self.init(validators: Validators(read), cacheControl: read.cacheControl, age: read.age)
+    }
+
+    /// The headers of an answer that say whether and how long it can be kept, read in one
+    /// pass (a call that wants them keeps only these, by their lowercase names:
+    /// ``UpstreamRequest/keptResponseHeaders``; any other spelling is compared without case).
+    struct Read {
+        var entityTag: String?
+        var lastModified: String?
+        var date: String?
+        /// Every line, joined by `, ` (RFC 9110 §5.3): a list sent twice is one list.
+        var cacheControl: String?
+        var age: String?
+
+        init(_ response: UpstreamResponse) {
+            for (name, value) in response.headers {
+                switch name {
+                case "etag": entityTag = entityTag ?? value
+                case "last-modified": lastModified = lastModified ?? value
+                case "date": date = date ?? value
+                case "cache-control": cacheControl = cacheControl.map { $0 + ", " + value } ?? value
+                case "age": age = age ?? value
+                default:
+                    switch name.lowercased() {
+                    case "etag": entityTag = entityTag ?? value
+                    case "last-modified": lastModified = lastModified ?? value
+                    case "date": date = date ?? value
+                    case "cache-control": cacheControl = cacheControl.map { $0 + ", " + value } ?? value
+                    case "age": age = age ?? value
+                    default: break
+                    }
+                }
+            }
+        }
     }
 
     /// The response headers it reads: the only ones a call that wants them keeps.

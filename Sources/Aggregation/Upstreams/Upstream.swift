@@ -306,7 +306,7 @@ class JSONFetch<Value> {
         let sent = conditions.map { $0.asksPlainly ? nil : validatorsToSend() } ?? nil
         conditions?.sentValidators = sent
         let request = UpstreamRequest(
-            base: upstream.base, path: path, headers: sent.map { headers + $0.conditionalHeaders } ?? headers, trace: trace,
+            base: upstream.base, path: path, headers: sent?.conditionalHeader.map { headers + CollectionOfOne($0) } ?? headers, trace: trace,
             timeout: upstream.policy.timeout, keptResponseHeaders: conditions == nil ? [] : AnswerHeaders.names,
             maxResponseBytes: upstream.policy.maxResponseBytes)
         // A closure that captures nothing, handed the fetch: no allocation per call.
