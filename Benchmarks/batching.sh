@@ -92,20 +92,7 @@ for line in sys.stdin:
 print(f"{answers:.0f} {calls:.0f} {batches:.0f}")'
 }
 
-# Waits (at most QUIET_WAIT=600 s) until the machine's other load is under QUIET_MAX=15% of a
-# core, as bench-all.sh does before each phase: the 2 cores are shared.
-wait_quiet() {
-    local waited=0 b0 b1 busy
-    while :; do
-        b0=$(awk '$1=="cpu" {print $2+$3+$4+$7+$8+$9; exit}' /proc/stat); sleep 2
-        b1=$(awk '$1=="cpu" {print $2+$3+$4+$7+$8+$9; exit}' /proc/stat)
-        busy=$(( (b1 - b0) * 100 / $(getconf CLK_TCK) / 2 ))
-        if [ "$busy" -le "${QUIET_MAX:-15}" ] || [ "$waited" -ge "${QUIET_WAIT:-600}" ]; then
-            echo "# machine load before the phase: ${busy}% (waited ${waited}s)"; return
-        fi
-        sleep 3; waited=$((waited + 5))
-    done
-}
+source "$root/Benchmarks/quiet.sh"   # wait_quiet
 
 # phase MODE UPSTREAM_URL [run.sh options]: the harness's run.sh over every target, then the
 # calls per answer of each Tributary over that run.
@@ -113,7 +100,7 @@ phase() {
     local mode=$1 up=$2 name; shift 2
     declare -A before=()
     start "$up"
-    wait_quiet
+    wait_quiet 600
     for name in unbatched batched windowed; do before[$name]=$(counters "$name"); done
     "$source_dir/run.sh" "$mode" --upstream "$up" -d "${DURATION:-10s}" --rounds "${ROUNDS:-1}" --expected "$fixture/expected.json" "$@" \
         unbatched="http://127.0.0.1:${port[unbatched]}" batched="http://127.0.0.1:${port[batched]}" \
