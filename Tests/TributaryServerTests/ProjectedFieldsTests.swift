@@ -203,7 +203,16 @@ struct ProjectedFieldsTests {
         } catch {
             #expect("\(error)".contains("resources.groups.fields"))
         }
-        let parameter = base + "\n    route: /g/{fields}\n    parameters: {fields: {pattern: \"^[a-z]+$\"}}"
-        #expect(throws: ConfigurationError.self) { try Configuration.load(yaml: parameter, file: "t.yaml") }
+        // Every query name the service reads itself: a parameter of that name would never reach
+        // its resource, and an access_token would go into upstream paths and fleet messages.
+        for name in ["fields", "access_token", "updates", "progressive"] {
+            let parameter = base + "\n    route: /g/{\(name)}\n    parameters: {\(name): {pattern: \"^[a-z]+$\"}}"
+            do {
+                _ = try Configuration.load(yaml: parameter, file: "t.yaml")
+                Issue.record("a parameter named \(name) was accepted")
+            } catch {
+                #expect("\(error)".contains("resources.groups.parameters.\(name)") && "\(error)".contains("own query parameter"), "\(error)")
+            }
+        }
     }
 }

@@ -142,14 +142,24 @@ extension Configuration {
     /// First segments a route may not take: the endpoints every service has.
     private static let reservedFirstSegments: Set<String> = ["streams", "events", "healthz", "readyz", "metrics", "openapi.json"]
 
+    /// The query parameters the service reads on every resource, and what each means: a
+    /// resource's parameter of one of these names would never reach it, or worse, an
+    /// `access_token` would go into upstream paths and aimed reloads' fleet messages.
+    private static let ownQueryParameters: [String: String] = [
+        FieldSelection.parameter: "the members a client keeps",
+        BearerToken.queryName: "a bearer token, for clients that cannot send headers",
+        EventUpdates.parameter: "how a stream sends changes",
+        ProgressiveDocuments.parameter: "a stream's first document as soon as the list is known",
+    ]
+
     /// `resources.<name>.parameters.<parameter>`: `in`, `pattern`, `enum`, `default`, `required`.
     private static func parameter(_ section: YAMLSection, named name: String) throws(ConfigurationError) -> ParameterDefinition {
         try section.allowOnlyDeclared()
         guard !name.isEmpty, name != UpstreamPath.itemID, UpstreamPath("/{\(name)}") != nil else {
             throw ConfigurationError(section.location(""), "a parameter's name is letters, digits, - and _ (and not id, which names an item)")
         }
-        guard name != FieldSelection.parameter else {
-            throw ConfigurationError(section.location(""), "fields is every resource's own query parameter (the members a client keeps); name this one otherwise")
+        if let meaning = ownQueryParameters[name] {
+            throw ConfigurationError(section.location(""), "\(name) is every resource's own query parameter (\(meaning)); name this one otherwise")
         }
         let locationName = try section.string("in") ?? ParameterDefinition.Location.path.rawValue
         guard let location = ParameterDefinition.Location(rawValue: locationName) else {

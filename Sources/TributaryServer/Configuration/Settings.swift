@@ -305,7 +305,7 @@ extension Settings {
         Setting("resources.*.fields", default: "every member",
                 "the members of each element it serves at all, e.g. `[id, name, taskCount]` (a dotted name keeps one member inside its parent: `owner.login`); a client's `fields=` only narrows it. A failed item's `error` is always kept. At most 64 names of at most 128 bytes"),
         Setting("resources.*.parameters.*", default: "none",
-                "a parameter the client gives. A value is at most 1024 bytes, and never `.` or `..` (it would move an upstream path), whatever the pattern; values are compared by their bytes (no Unicode normalization). Refused: 400 `missing_parameter` or `invalid_parameter`, naming it, before any upstream call. Undeclared query parameters are ignored"),
+                "a parameter the client gives. A value is at most 1024 bytes, and never `.` or `..` (it would move an upstream path), whatever the pattern; values are compared by their bytes (no Unicode normalization). Refused: 400 `missing_parameter` or `invalid_parameter`, naming it, before any upstream call. Undeclared query parameters are ignored. Not named `id` (an item's), nor `fields`, `access_token`, `updates` or `progressive`, which every resource reads itself"),
         Setting("resources.*.parameters.*.in", default: "`path`",
                 "`path` (a `{p}` segment of `route`, always required, no default) or `query`"),
         Setting("resources.*.parameters.*.pattern", default: "none",
