@@ -143,6 +143,25 @@ public enum HTTPSyntax {
         return true
     }
 
+    /// Whether two header names (or other ASCII words) are equal, ASCII letters in either
+    /// case: without lowercased copies of either, as a request's `Vary` and an upstream
+    /// answer's headers compare them.
+    public static func equalsIgnoringCase(_ a: String, _ b: String) -> Bool {
+        var a = a
+        var b = b
+        return a.withUTF8 { a in
+            b.withUTF8 { b in
+                guard a.count == b.count else { return false }
+                for index in a.indices where lowercased(a[index]) != lowercased(b[index]) { return false }
+                return true
+            }
+        }
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+    }
+
     /// ``equalsIgnoringCase(_:_:)`` for a `token` already known to hold token bytes only, and
     /// a `lowercase` of letters and hyphens: eight bytes at a time. ORing 0x20 into a token byte
     /// gives a lowercase letter only from that letter in either case, and a hyphen only from a

@@ -229,10 +229,10 @@ public final class ServerRequest {
         // Most answers merge one bare name into another (`Accept` and `Origin`): compared
         // in place, without the arrays of the general case.
         if Self.isBareName(existing) && Self.isBareName(added) {
-            return Self.equalsIgnoringCase(existing, added) ? existing : existing + ", " + added
+            return HTTPSyntax.equalsIgnoringCase(existing, added) ? existing : existing + ", " + added
         }
         let names = Self.varyNames(in: existing)
-        let new = Self.varyNames(in: added).filter { name in !names.contains { Self.equalsIgnoringCase($0, name) } }
+        let new = Self.varyNames(in: added).filter { name in !names.contains { HTTPSyntax.equalsIgnoringCase($0, name) } }
         return (names + new).joined(separator: ", ")
     }
 
@@ -243,22 +243,6 @@ public final class ServerRequest {
         return value.withUTF8 { bytes in
             !bytes.isEmpty && !bytes.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
         }
-    }
-
-    private static func equalsIgnoringCase(_ a: String, _ b: String) -> Bool {
-        var a = a
-        var b = b
-        return a.withUTF8 { a in
-            b.withUTF8 { b in
-                guard a.count == b.count else { return false }
-                for index in a.indices where lowercased(a[index]) != lowercased(b[index]) { return false }
-                return true
-            }
-        }
-    }
-
-    private static func lowercased(_ byte: UInt8) -> UInt8 {
-        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
     }
 
     /// The names of a `Vary` value, spaces and tabs removed: `"Origin, Accept-Encoding"` is

@@ -71,26 +71,7 @@ public struct UpstreamResponse: Sendable {
 
     /// The value of a response header (case-insensitive), or nil.
     public func header(_ name: String) -> String? {
-        headers.first { Self.equalIgnoringASCIICase($0.name, name) }?.value
-    }
-
-    /// Every line of a list header (case-insensitive) as one value, joined by `, ` as RFC 9110
-    /// §5.3 combines them (`Cache-Control` sent twice is one list); nil when it has none.
-    public func headerList(_ name: String) -> String? {
-        let values = headers.filter { Self.equalIgnoringASCIICase($0.name, name) }.map(\.value)
-        return values.isEmpty ? nil : values.joined(separator: ", ")
-    }
-
-    /// Whether two header names are equal ignoring ASCII case (names are tokens: ASCII),
-    /// without lowercased copies of either.
-    private static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
-        guard a.utf8.count == b.utf8.count else { return false }
-        var b = b.utf8.makeIterator()
-        for x in a.utf8 {
-            guard let y = b.next() else { return false }
-            if x != y && !(x | 0x20 == y | 0x20 && (0x61...0x7a).contains(x | 0x20)) { return false }
-        }
-        return true
+        headers.first { HTTPSyntax.equalsIgnoringCase($0.name, name) }?.value
     }
 }
 

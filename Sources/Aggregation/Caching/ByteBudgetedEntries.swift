@@ -111,8 +111,7 @@ public struct ByteBudgetedEntries<Key: Hashable, Value> {
     private mutating func compactOrder() {
         let slots = order.count - orderHead
         if slots > 2 * entries.count + 16 {
-            let entries = self.entries
-            order = order[orderHead...].filter { entries.index(forKey: $0.key).map { entries.values[$0].stamp } == $0.stamp }
+            order = order[orderHead...].filter { stampOf($0.key) == $0.stamp }
             orderHead = 0
         } else if orderHead > 16 && orderHead >= slots {
             order.removeFirst(orderHead)

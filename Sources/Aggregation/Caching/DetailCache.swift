@@ -111,10 +111,8 @@ public final class DetailCache: Sendable {
         guard let lifetime = freshness.lifetime(of: headers), lifetime > .zero || headers.validators != nil else {
             return store.withLock { $0.remove(key) }
         }
-        let bytes = details.serializedCount + key.call.utf8.count + key.identity.digest.utf8.count
-            + (headers.validators?.byteCount ?? 0) + Self.entryOverhead
         let fetched = Fetched(details: details, freshUntil: clock() + lifetime, validators: headers.validators, cacheControl: headers.cacheControl)
-        store.withLock { $0.keep(fetched, for: key, bytes: bytes) }
+        store.withLock { $0.keep(fetched, for: key, bytes: Self.bytes(of: fetched, for: key)) }
     }
 
     /// `key`'s details are current again (a `304` to their validators, with `headers`): fresh
@@ -128,11 +126,14 @@ public final class DetailCache: Sendable {
             fetched.cacheControl = said.cacheControl
             store.remove(key)
             fetched.freshUntil = now + lifetime
-            // The same bytes as before: its details and validators did not change.
-            let bytes = fetched.details.serializedCount + key.call.utf8.count + key.identity.digest.utf8.count
-                + (fetched.validators?.byteCount ?? 0) + Self.entryOverhead
-            store.keep(fetched, for: key, bytes: bytes)
+            store.keep(fetched, for: key, bytes: Self.bytes(of: fetched, for: key))
         }
+    }
+
+    /// What an entry counts: its details' text, its key's, its validators and the bookkeeping.
+    private static func bytes(of fetched: Fetched, for key: Key) -> Int {
+        fetched.details.serializedCount + key.call.utf8.count + key.identity.digest.utf8.count
+            + (fetched.validators?.byteCount ?? 0) + entryOverhead
     }
 
     /// Bytes the entries count now (at most the budget).

@@ -58,7 +58,7 @@ public struct ParameterValidator {
         var given: [Int: String] = [:]
         for (name, value) in pairs {
             let invalid = { (problem: String) in ParameterError(code: .invalidParameter, parameter: name, message: "parameter \(name) \(problem)") }
-            guard let index = definitions.firstIndex(where: { $0.name.utf8.elementsEqual(name.utf8) }) else {
+            guard let index = definitions.firstIndex(where: { ExactText($0.name) == ExactText(name) }) else {
                 let declared = definitions.isEmpty ? "it declares none" : "declared: \(definitions.map(\.name).joined(separator: ", "))"
                 return .failure(invalid("is not a parameter of the resource (\(declared))"))
             }

@@ -118,7 +118,7 @@ private final class ListFanOut: Cancellable {
             inFlight += 1
             startDetail(index)
         }
-        if onResult != nil, merged.isComplete { finish(.success(completeDocument)) }
+        if onResult != nil, merged.isComplete { finish(.success(completeDocument())) }
     }
 
     private func startDetail(_ index: Int) {
@@ -174,8 +174,8 @@ private final class ListFanOut: Cancellable {
 
     /// The document of a snapshot whose every item settled: for a resource that revalidates,
     /// its last document again when every call was a `304` (what they answered is what it
-    /// was made of), else the merged one, kept as the last.
-    private var completeDocument: JSON {
+    /// was made of), else the merged one, recorded as the last.
+    private func completeDocument() -> JSON {
         guard resource.revalidation != nil else { return merged.document }
         if unchangedCalls == items.count + 1, let last = resource.lastDocument, last.answers == answers {
             resource.reusedLastDocument = true

@@ -260,8 +260,7 @@ public final class ListResource {
 
     /// The details kept in the cache for the detail call `path`, if fresh (counted as a hit).
     func cachedDetails(at path: String) -> JSON? {
-        guard let detailCache, let details = detailCache.details(for: DetailCache.Key(identity: identity, call: path)) else { return nil }
-        sharing?.cacheHits?.increment()
+        guard case .fresh(let details) = cacheLookup(at: path) else { return nil }
         return details
     }
 
