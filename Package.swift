@@ -30,6 +30,14 @@ let package = Package(
         .library(name: "UpstreamClient", targets: ["UpstreamClient"]),
         .library(name: "Redis", targets: ["Redis"]),
     ],
+    traits: [
+        // The OTLP exporter (swift-otel over AsyncHTTPClient and SwiftNIO) is most of a clean
+        // build's time: about 7.5 minutes of a 2-core debug build, more in release. The test
+        // builds leave it out (`--disable-default-traits`: scripts/test, the AddressSanitizer
+        // pass); the release binary every black-box test, the image and a user's build run has it.
+        .trait(name: "OTLP", description: "Export traces (and metrics when asked) over OTLP/HTTP with swift-otel."),
+        .default(enabledTraits: ["OTLP"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -40,6 +48,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // Only its OTLP/HTTP exporter: the gRPC one would add grpc-swift and HTTP/2 to the build.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // MARK: - libevent: the loop, the HTTP server, the upstream client
@@ -67,7 +78,14 @@ let package = Package(
         /// answers (HEAD, ETag/304, gzip), event-stream writing, back pressure, disconnects.
         .target(
             name: "HTTPServer",
-            dependencies: ["CLibevent", "CEvhttpRequestFields", "CZlib", "EventLoop", "HTTPCore"],
+            dependencies: ["CLibevent", "CEvhttpRequestFields", "CZlib", "EventLoop", "HTTPCore", "Telemetry"],
+            swiftSettings: serviceSettings
+        ),
+        /// Spans of requests, upstream calls and refreshes, through swift-distributed-tracing's
+        /// `Tracer`: what the service records; where they go is ``OTLPExport``'s.
+        .target(
+            name: "Telemetry",
+            dependencies: ["HTTPCore", .product(name: "Tracing", package: "swift-distributed-tracing")],
             swiftSettings: serviceSettings
         ),
         /// Tributary's own HTTP/1.1 client for upstream calls: pools, the process-wide
@@ -75,7 +93,7 @@ let package = Package(
         .target(
             name: "UpstreamClient",
             dependencies: [
-                "CLibevent", "CEvhttpRequestFields", "EventLoop", "HTTPCore",
+                "CLibevent", "CEvhttpRequestFields", "EventLoop", "HTTPCore", "Telemetry",
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             swiftSettings: serviceSettings
@@ -112,7 +130,7 @@ let package = Package(
         .target(
             name: "Aggregation",
             dependencies: [
-                "EventLoop", "HTTPCore", "UpstreamClient", "Rivers",
+                "EventLoop", "HTTPCore", "UpstreamClient", "Rivers", "Telemetry",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 // Identities: a keyed hash (HMAC-SHA256) of who asks (Sharing/IdentityHasher).
@@ -126,7 +144,7 @@ let package = Package(
         .target(
             name: "TributaryServer",
             dependencies: [
-                "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "Rivers", "Aggregation", "Redis",
+                "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "Rivers", "Aggregation", "Redis", "Telemetry",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -144,10 +162,23 @@ let package = Package(
             ],
             swiftSettings: serviceSettings
         ),
+        /// The spans' way out: swift-otel's tracer and OTLP/HTTP exporter, set up from `OTEL_*`
+        /// and `telemetry.otlp`, running off the workers' loops. Without the `OTLP` trait it is
+        /// an empty shell that says so, and swift-otel is not built.
+        .target(
+            name: "OTLPExport",
+            dependencies: [
+                "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
+            ],
+            swiftSettings: serviceSettings
+        ),
         .executableTarget(
             name: "tributary",
             dependencies: [
-                "TributaryServer", "UpstreamClient",
+                "TributaryServer", "UpstreamClient", "OTLPExport", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

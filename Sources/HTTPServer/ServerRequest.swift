@@ -1,6 +1,7 @@
 import CLibevent
 import EventLoop
 public import HTTPCore
+public import Telemetry
 
 /// One HTTP request received by an ``HTTPServer``, and the way to answer it.
 ///
@@ -104,6 +105,16 @@ public final class ServerRequest {
     /// new trace (``TraceContext``). Fixed on first read, which must come while the request is
     /// open (its headers are gone once it is answered): the router reads it first thing.
     public private(set) lazy var traceContext = TraceContext(traceparent: header("traceparent"), tracestate: header("tracestate"))
+
+    /// The request's SERVER span, when tracing is on (``adopt(_:)``).
+    public private(set) var span: TracedSpan?
+
+    /// Makes `span` the request's SERVER span: its trace becomes the request's
+    /// ``traceContext``, so the upstream calls the request causes are its children.
+    public func adopt(_ span: TracedSpan) {
+        self.span = span
+        traceContext = span.trace
+    }
 
     /// The value of a request header (names compare case-insensitively), or nil.
     public func header(_ name: String) -> String? {

@@ -2,6 +2,7 @@ import Aggregation
 public import EventLoop
 public import Logging
 import UpstreamClient
+public import Telemetry
 
 /// What every worker of a process shares, built once by ``Service`` and handed to each
 /// worker alike: the live pipelines of shared resources (``LivePipelines``), the circuit
@@ -34,11 +35,14 @@ public final class ProcessShares: Sendable {
     /// The process's rate limits (a fleet's while Redis is away), and its clients' streams.
     let rateLimits: LocalRateLimiter
     let streamQuota = StreamQuota()
+    /// Where requests, upstream calls and refreshes record their spans (nil: tracing is off).
+    let spans: Spans?
 
     /// The shares of a process serving `configuration`; on `home`, which they are made on.
-    public init(configuration: Configuration, home: EventLoop, logger: Logger) {
+    public init(configuration: Configuration, home: EventLoop, logger: Logger, spans: Spans? = nil) {
         _ = MetricsExport.registry  // metrics exist before any handle is made
         self.home = home
+        self.spans = spans
         pipelines = LivePipelines(home: home, maxIdentities: configuration.server.maxIdentities)
         rateLimits = LocalRateLimiter(capacity: configuration.server.maxRateLimitBuckets)
         breakers = CircuitBreakers(logger: logger)

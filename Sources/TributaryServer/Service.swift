@@ -1,4 +1,5 @@
 import Aggregation
+public import Telemetry
 import EventLoop
 public import Logging
 import Glibc
@@ -15,7 +16,8 @@ public enum Service {
     /// Runs until a stop signal; `ready` is called with the bound port once all workers listen.
     /// `reload` reads the configuration again from the sources it was read from at start.
     public static func run(
-        configuration: Configuration, logger: Logger, reload: (() throws -> Configuration)? = nil, ready: (UInt16) -> Void = { _ in }
+        configuration: Configuration, logger: Logger, spans: Spans? = nil, reload: (() throws -> Configuration)? = nil,
+        ready: (UInt16) -> Void = { _ in }
     ) throws {
         // Until the SIGHUP watcher is installed, a reload signal (an operator's script that runs
         // as the service starts) must not end the process, which is SIGHUP's default action.
@@ -29,7 +31,7 @@ public enum Service {
         }
         let shared = configuration.server.workers > 1
         let loop = try EventLoop()
-        let shares = ProcessShares(configuration: configuration, home: loop, logger: logger)
+        let shares = ProcessShares(configuration: configuration, home: loop, logger: logger, spans: spans)
         let first = try Worker(configuration: configuration, loop: loop, logger: logger, shares: shares)
         let port = try first.bind(reusePort: shared)
         var others: [(worker: LoopBound<Worker>, stopped: Latch<Void>)] = []

@@ -2,6 +2,7 @@ public import Aggregation
 public import EventLoop
 import HTTPServer
 import UpstreamClient
+import Telemetry
 public import Logging
 
 /// Everything one event loop serves: the HTTP server, the upstream client and its pools, the
@@ -47,7 +48,7 @@ public final class Worker {
         self.logger = logger
         let shares = shares ?? ProcessShares(configuration: configuration, home: loop, logger: logger)
         self.shares = shares
-        client = UpstreamClient(loop: loop, configuration: .init(connectionBudgets: shares.connectionBudgets))
+        client = UpstreamClient(loop: loop, configuration: .init(connectionBudgets: shares.connectionBudgets, spans: shares.spans))
         pipelines = WorkerPipelines(loop: loop, registry: shares.pipelines, clientSharePercent: configuration.server.maxClientSharePercent)
         streams = EventStreamHub(loop: loop, settings: configuration.sse, directory: shares.directory, cluster: shares.cluster)
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
@@ -270,7 +271,7 @@ public final class Worker {
             caller: pipeline.request.caller, sharing: detailSharing(of: name, pipeline.definition), revalidates: true)
         let window = configuration.sse.progressiveWindow
         let local = LiveResource(
-            name: name, refreshInterval: settings.refreshInterval, loop: loop, snapshot: list.snapshot(trace:),
+            name: name, refreshInterval: settings.refreshInterval, loop: loop, spans: spans, snapshot: list.snapshot(trace:),
             firstDocument: { [loop] trace in list.progressiveSnapshot(trace: trace, loop: loop, window: window) },
             reusedDocument: { list.reusedLastDocument })
         guard let cluster = shares.cluster else { return local }
@@ -321,6 +322,9 @@ public final class Worker {
         return a == b
     }
 
+    /// Where requests, calls and refreshes record their spans; nil: tracing is off.
+    private var spans: Spans? { shares.spans }
+
     private func route(_ request: ServerRequest) {
         // Fixed while its headers are at hand: its upstream calls and its log line carry it.
         _ = request.traceContext
@@ -333,12 +337,15 @@ public final class Worker {
         case .found(let route, let parameters):
             request.route = route.pattern
             request.parameters = parameters
+            if let spans { request.adopt(spans.server(for: request)) }
             route.handle(request)
         case .methodNotAllowed(let allowed):
+            if let spans { request.adopt(spans.server(for: request)) }
             let names = allowed.map(\.rawValue).joined(separator: ", ")
             request.respond(.methodNotAllowed("\(request.method.rawValue) is not allowed on \(request.path) (allowed: \(names))"),
                             headers: [("Allow", names)])
         case .notFound:
+            if let spans { request.adopt(spans.server(for: request)) }
             request.respond(.notFound("no resource at \(request.path)"))
         }
     }

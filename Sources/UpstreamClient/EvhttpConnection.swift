@@ -2,6 +2,7 @@ import CEvhttpRequestFields
 import CLibevent
 import Glibc
 import EventLoop
+import HTTPCore
 
 /// One `evhttp_connection` to an HTTPS upstream origin (evhttp's client over an OpenSSL
 /// bufferevent): one request at a time, kept alive between requests by its ``ConnectionPool``.
@@ -86,6 +87,11 @@ final class EvhttpConnection: UpstreamConnection {
     /// evhttp's connection owns its bufferevent (and TLS state): it cannot move between loops.
     func detachSocket() -> LentSocket? { nil }
 
+    /// Whether a header is one of a trace's, which a request with a trace writes itself.
+    private static func isTrace(_ name: String) -> Bool {
+        HTTPSyntax.equalsIgnoringCase(name, "traceparent") || HTTPSyntax.equalsIgnoringCase(name, "tracestate")
+    }
+
     /// Sends the request. The request's C context holds one retain of `self`, released by the
     /// response callback or, after a cancel, by ``withdraw()``.
     func send(_ call: UpstreamCall) {
@@ -105,7 +111,14 @@ final class EvhttpConnection: UpstreamConnection {
         }
         let headers = evhttp_request_get_output_headers(raw)
         HeaderList.add("Host", request.base.origin.hostHeader, to: headers)
-        for (name, value) in request.headers { HeaderList.add(name, value, to: headers) }
+        for (name, value) in request.headers where request.trace == nil || !Self.isTrace(name) {
+            HeaderList.add(name, value, to: headers)
+        }
+        if let trace = request.trace {
+            for (name, value) in trace.upstreamHeaders(span: call.traceSpanID ?? TraceContext.nextID()) {
+                HeaderList.add(name, value, to: headers)
+            }
+        }
         if !request.body.isEmpty {
             EventBuffer.append(request.body, to: evhttp_request_get_output_buffer(raw))
         }

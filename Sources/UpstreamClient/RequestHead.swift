@@ -17,13 +17,14 @@ import HTTPCore
 enum RequestHead {
     private static let usualCapacity = 1024
 
-    static func write(_ request: UpstreamRequest, hostHeader: String, into bytes: inout [UInt8]) {
+    /// `span`: the id the `traceparent` names (the call's CLIENT span); nil, a new one.
+    static func write(_ request: UpstreamRequest, span: UInt64? = nil, hostHeader: String, into bytes: inout [UInt8]) {
         let written = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: usualCapacity) { scratch in
-            writeHead(request, hostHeader: hostHeader, in: scratch, appendingTo: &bytes)
+            writeHead(request, span: span, hostHeader: hostHeader, in: scratch, appendingTo: &bytes)
         }
         if !written {
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity(request, hostHeader: hostHeader)) { scratch in
-                let fits = writeHead(request, hostHeader: hostHeader, in: scratch, appendingTo: &bytes)
+                let fits = writeHead(request, span: span, hostHeader: hostHeader, in: scratch, appendingTo: &bytes)
                 precondition(fits, "RequestHead measured less room than it writes")
             }
         }
@@ -33,7 +34,8 @@ enum RequestHead {
     /// Writes the head into `scratch` and appends it to `bytes`; false, appending nothing,
     /// when it does not fit.
     private static func writeHead(
-        _ request: UpstreamRequest, hostHeader: String, in scratch: UnsafeMutableBufferPointer<UInt8>, appendingTo bytes: inout [UInt8]
+        _ request: UpstreamRequest, span: UInt64?, hostHeader: String, in scratch: UnsafeMutableBufferPointer<UInt8>,
+        appendingTo bytes: inout [UInt8]
     ) -> Bool {
         var writer = Writer(scratch)
         writer.append(utf8Of: request.method.rawValue)
@@ -57,7 +59,7 @@ enum RequestHead {
         }
         if let trace = request.trace {
             writer.append(traceparentName)
-            writer.write(count: TraceContext.parentLength) { trace.writeParent(span: TraceContext.nextID(), into: $0) }
+            writer.write(count: TraceContext.parentLength) { trace.writeParent(span: span ?? TraceContext.nextID(), into: $0) }
             writer.appendLineEnd()
             if let state = trace.state {
                 withUTF8(of: state) { state in

@@ -125,7 +125,7 @@ final class SocketConnection: UpstreamConnection {
         parser = HTTPResponseParser(
             limits: .init(maxHeadBytes: limits.maxResponseHeaderBytes, maxBodyBytes: min(call.request.maxResponseBytes, limits.maxResponseBytes)),
             keptHeaders: call.request.keptResponseHeaders, expectsBody: call.request.method != .head)
-        writeRequest(call.request)
+        writeRequest(call.request, span: call.traceSpanID)
         switch phase {
         case .fresh: connect()
         case .open: flush()
@@ -221,11 +221,11 @@ final class SocketConnection: UpstreamConnection {
     // MARK: - Writing
 
     /// Writes the request's bytes into `output` (reusing its storage).
-    private func writeRequest(_ request: UpstreamRequest) {
+    private func writeRequest(_ request: UpstreamRequest, span: UInt64?) {
         var bytes = output
         output = []
         bytes.removeAll(keepingCapacity: true)
-        RequestHead.write(request, hostHeader: origin.hostHeader, into: &bytes)
+        RequestHead.write(request, span: span, hostHeader: origin.hostHeader, into: &bytes)
         output = bytes
         outputSent = 0
     }

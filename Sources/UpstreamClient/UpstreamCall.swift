@@ -1,3 +1,4 @@
+import Telemetry
 /// One request in progress through an ``UpstreamClient``: queued for a connection, then in
 /// flight, then finished (answered, failed, timed out or cancelled). Loop-confined.
 ///
@@ -60,6 +61,11 @@ public final class UpstreamCall {
     private var wentAgain = false
     /// Where the pool keeps the call while it is on a connection (-1: not there).
     var activeIndex = -1
+    /// The call's CLIENT span, when tracing is on and the request has a trace: its id is the
+    /// one the `traceparent` sent upstream names.
+    private var span: TracedSpan?
+    /// The span id the `traceparent` names: the CLIENT span's, or nil for a new one per write.
+    var traceSpanID: UInt64? { span?.trace.span }
 
     init(request: UpstreamRequest, pool: ConnectionPool, receiver: Receiver) {
         startedAt = .now
@@ -81,6 +87,14 @@ public final class UpstreamCall {
     public var isFinished: Bool {
         if case .finished = state { return true }
         return false
+    }
+
+    /// Records the call as a CLIENT span of its request's trace (``UpstreamRequest/trace``).
+    func recordSpan(in spans: Spans) {
+        guard let trace = request.trace else { return }
+        let origin = request.base.origin
+        span = spans.client(
+            of: trace, method: request.method, host: origin.host, port: Int(origin.port), path: request.target, call: request.call)
     }
 
     /// Starts the deadline and joins the pool's line.
@@ -120,6 +134,7 @@ public final class UpstreamCall {
     public func cancel() {
         receiver = nil
         guard !isFinished else { return }
+        span?.end(failure: "cancelled")
         stop()
     }
 
@@ -185,6 +200,12 @@ public final class UpstreamCall {
     }
 
     private func deliver(_ result: Result<UpstreamResponse, UpstreamError>) {
+        if let span {
+            switch result {
+            case .success(let response): span.end(status: response.status, isClient: true)
+            case .failure(let failure): span.end(failure: failure.kind.rawValue)
+            }
+        }
         // Moved out, not copied: a copy cost a retain and a release of the receiver.
         receiver.take()?.receive(result)
     }

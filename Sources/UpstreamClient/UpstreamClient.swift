@@ -1,4 +1,5 @@
 import CLibevent
+public import Telemetry
 public import EventLoop
 
 /// An HTTP/1.1 client for upstream APIs on libevent: a keep-alive connection pool per origin,
@@ -33,11 +34,14 @@ public final class UpstreamClient {
         /// pools of an origin then hold at most its capacity together, and lend it to each
         /// other (see ``ConnectionBudgets``).
         public var connectionBudgets: ConnectionBudgets?
+        /// Where each call with a ``UpstreamRequest/trace`` records its CLIENT span (nil:
+        /// tracing is off, and a call's `traceparent` names a new span id of its own).
+        public var spans: Spans?
 
         public init(
             defaultPoolCapacity: Int = 64, defaultMaxQueue: Int = 10_000, maxResponseBytes: Int = 8 * 1024 * 1024,
             maxResponseHeaderBytes: Int = 64 * 1024, connectionTimeout: Duration = .seconds(30), tls: TLSContext? = nil,
-            connectionBudgets: ConnectionBudgets? = nil
+            connectionBudgets: ConnectionBudgets? = nil, spans: Spans? = nil
         ) {
             self.defaultPoolCapacity = defaultPoolCapacity
             self.defaultMaxQueue = defaultMaxQueue
@@ -46,6 +50,7 @@ public final class UpstreamClient {
             self.connectionTimeout = connectionTimeout
             self.tls = tls
             self.connectionBudgets = connectionBudgets
+            self.spans = spans
         }
     }
 
@@ -151,6 +156,7 @@ public final class UpstreamClient {
     }
 
     private func start(_ call: UpstreamCall) -> UpstreamCall {
+        if let spans = configuration.spans { call.recordSpan(in: spans) }
         call.start(deadlines: deadlines)
         return call
     }

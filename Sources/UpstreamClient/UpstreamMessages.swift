@@ -30,11 +30,14 @@ public struct UpstreamRequest: Sendable {
     /// A larger response body fails the call with ``UpstreamError/Kind/responseTooLarge``
     /// (bounded again by the client's own ``UpstreamClient/Configuration/maxResponseBytes``).
     public var maxResponseBytes: Int
+    /// What the call is for, as its CLIENT span's `tributary.call` says: `list`, `detail`,
+    /// `batch`, `page`, `search` (``Telemetry/Spans``).
+    public var call: StaticString
 
     public init(
         base: BaseURL, method: HTTPMethod = .get, path: String, headers: [(String, String)] = [],
         trace: TraceContext? = nil, body: [UInt8] = [], timeout: Duration = .seconds(10),
-        keptResponseHeaders: [StaticString] = [], maxResponseBytes: Int = 8 * 1024 * 1024
+        keptResponseHeaders: [StaticString] = [], maxResponseBytes: Int = 8 * 1024 * 1024, call: StaticString = "call"
     ) {
         self.base = base
         self.method = method
@@ -45,6 +48,7 @@ public struct UpstreamRequest: Sendable {
         self.timeout = timeout
         self.keptResponseHeaders = keptResponseHeaders
         self.maxResponseBytes = maxResponseBytes
+        self.call = call
     }
 
     /// What goes on the request line: the base path and the request path.

@@ -90,7 +90,10 @@ struct Serve: ParsableCommand {
         let (configuration, source) = try options.load()
         let logger = Logger.tributary(level: configuration.server.logLevel)
         logger.info("configuration", metadata: ["source": "\(source)"])
-        try Service.run(configuration: configuration, logger: logger, reload: { [options] in try options.reload().configuration })
+        let export = try options.startExport(configuration, logger: logger)
+        defer { export?.shutDown(within: .seconds(5)) }
+        try Service.run(
+            configuration: configuration, logger: logger, spans: export?.spans, reload: { [options] in try options.reload().configuration })
     }
 }
 
@@ -112,12 +115,15 @@ struct Demo: ParsableCommand {
         var (configuration, source) = try options.load()
         let logger = Logger.tributary(level: configuration.server.logLevel)
         logger.info("configuration", metadata: ["source": "\(source)"])
+        // Before the demo upstream makes any metric: exported metrics are bootstrapped first.
+        let export = try options.startExport(configuration, logger: logger)
+        defer { export?.shutDown(within: .seconds(5)) }
         let port = try Service.startDemoUpstream(on: address, slowDetail: delay, logger: logger)
         let demoURL = "http://\(ListenAddress(host: address.host, port: port))"
         let demoUpstreams = configuration.upstreams.keys.sorted().map { "\($0)=\(demoURL)" }
         configuration = try options.load(extraUpstreams: demoUpstreams).configuration
         let reload = { [options] in try options.reload(extraUpstreams: demoUpstreams).configuration }
-        try Service.run(configuration: configuration, logger: logger, reload: reload) { port in
+        try Service.run(configuration: configuration, logger: logger, spans: export?.spans, reload: reload) { port in
             let base = "http://\(ListenAddress(host: Self.browsable(configuration.server.listen.host), port: port))"
             let resource = configuration.resources.keys.sorted().first.map { "/" + $0 } ?? "/healthz"
             logger.notice("open \(base)/ in a browser (the live page), or try: curl \(base)\(resource)")

@@ -57,6 +57,8 @@ struct ConfigurationSettingsTests {
             ("cluster", Self.fieldNames(of: Configuration.Cluster.defaults)),
             ("auth", Self.fieldNames(of: Configuration.Auth())),
             ("auth.jwt", Self.fieldNames(of: Configuration.JWTSettings())),
+            ("telemetry", Self.fieldNames(of: Configuration.Telemetry())),
+            ("telemetry.otlp", Self.fieldNames(of: Configuration.OTLPSettings())),
         ]
         for (prefix, fields) in sections {
             #expect(Settings.keys(under: prefix, kind: nil) == fields, "\(prefix)")
@@ -79,7 +81,7 @@ struct ConfigurationSettingsTests {
         #expect(Configuration.restartOnlySettings.map(\.key) == [
             "server.listen", "server.workers", "server.logLevel", "server.requestTimeout", "server.maxHeaderBytes", "server.maxBodyBytes",
             "server.maxConnections", "server.shutdownTimeout", "server.maxIdentities", "server.maxRateLimitBuckets", "sse", "cluster",
-            "auth.jwt",
+            "auth.jwt", "telemetry",
         ])
         let live = Settings.all.filter { $0.key.hasPrefix("server.") && $0.reload == .live }.map(\.key)
         #expect(live.contains("server.maxStreamsPerClient") && live.contains("server.adminToken") && !live.contains("server.listen"))

@@ -327,7 +327,7 @@ final class DetailBatchCall: JSONFetch<Void> {
         waitedOn = slots.count
         // The answer's own object is parsed, its items kept as text: each is read.
         super.init(
-            upstream: loader.resource.upstream, path: path, headers: loader.resource.callHeaders, trace: trace,
+            upstream: loader.resource.upstream, path: path, headers: loader.resource.callHeaders, trace: trace, call: "batch",
             keeping: .objectsInsideTheDocument, revalidation: revalidation,
             // The detail cache keeps each id's details as the batch answer's headers say.
             keepingAnswerHeaders: loader.resource.detailCache != nil)

@@ -3,6 +3,7 @@ public import EventLoop
 public import HTTPCore
 public import OpenCombine
 import Rivers
+public import Telemetry
 
 /// A resource kept live for everyone watching it: ONE pipeline per worker, shared by all
 /// subscribers, which refreshes on an interval and on ``reload()``, and runs only while
@@ -21,7 +22,9 @@ import Rivers
 /// `tributary_live_pipelines{resource}` counts the pipelines running.
 ///
 /// No one request causes a refresh, so each refresh is a trace of its own: `snapshot` is
-/// given a new ``TraceContext`` every time.
+/// given a new ``TraceContext`` every time. With `spans`, that trace is a root span,
+/// `refresh NAME`, which ends with the refresh (or its cancellation), its upstream calls its
+/// children.
 ///
 /// With `firstDocument` (a list's ``ListResource/progressiveSnapshot(trace:loop:window:)``),
 /// the refreshes until the pipeline has a complete document are progressive: their partial
@@ -41,7 +44,8 @@ public final class LiveResource {
     /// ``ListResource/reusedLastDocument``): the state then stays as it was, without
     /// serializing, hashing and comparing the document again.
     public init(
-        name: String, refreshInterval: Duration, loop: EventLoop, snapshot: @escaping (TraceContext) -> AnyPublisher<JSON, ResourceError>,
+        name: String, refreshInterval: Duration, loop: EventLoop, spans: Spans? = nil,
+        snapshot: @escaping (TraceContext) -> AnyPublisher<JSON, ResourceError>,
         firstDocument: ((TraceContext) -> AnyPublisher<DocumentProgress, ResourceError>)? = nil,
         reusedDocument: (() -> Bool)? = nil
     ) {
@@ -54,8 +58,15 @@ public final class LiveResource {
         let first = FirstDocumentState()
         states = Publishers.PublishAndRepeat(onOutputFrom: refreshes.signal(activatedBy: Refresh.now)) {
             () -> AnyPublisher<Result<DocumentProgress, ResourceError>, Never> in
-            if !first.isComplete, let firstDocument { return firstDocument(TraceContext()).asResult().eraseToAnyPublisher() }
-            return snapshot(TraceContext()).map { DocumentProgress(document: $0, isComplete: true) }.asResult().eraseToAnyPublisher()
+            let span = spans?.refresh(resource: name)
+            let trace = span?.trace ?? TraceContext()
+            let refresh = if !first.isComplete, let firstDocument {
+                firstDocument(trace).asResult().eraseToAnyPublisher()
+            } else {
+                snapshot(trace).map { DocumentProgress(document: $0, isComplete: true) }.asResult().eraseToAnyPublisher()
+            }
+            guard let span else { return refresh }
+            return refresh.handleEvents(receiveCompletion: { _ in span.end() }, receiveCancel: { span.end() }).eraseToAnyPublisher()
         }
         .handleEvents(
             receiveSubscription: { _ in

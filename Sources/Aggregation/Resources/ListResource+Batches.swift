@@ -213,7 +213,7 @@ private final class BatchedListFetch: JSONFetch<[JSON]> {
     init(fanOut: BatchedFanOut) {
         self.fanOut = fanOut
         super.init(
-            upstream: fanOut.resource.upstream, path: fanOut.resource.listPath, headers: fanOut.resource.callHeaders, trace: fanOut.trace,
+            upstream: fanOut.resource.upstream, path: fanOut.resource.listPath, headers: fanOut.resource.callHeaders, trace: fanOut.trace, call: "list",
             keeping: .objectsInsideTheDocument, revalidation: fanOut.resource.revalidation)
     }
 

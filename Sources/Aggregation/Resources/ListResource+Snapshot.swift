@@ -233,7 +233,7 @@ private final class DetailFetch: JSONFetch<JSON?> {
         self.stale = stale
         let caches = fanOut.resource.detailCache != nil
         super.init(
-            upstream: fanOut.resource.upstream, path: path, headers: fanOut.resource.callHeaders, trace: fanOut.trace, keeping: .objects,
+            upstream: fanOut.resource.upstream, path: path, headers: fanOut.resource.callHeaders, trace: fanOut.trace, call: "detail", keeping: .objects,
             revalidation: caches ? nil : fanOut.resource.revalidation, keepingAnswerHeaders: caches)
     }
 
@@ -264,7 +264,7 @@ private final class ListFetch: JSONFetch<[JSON]> {
         self.fanOut = fanOut
         // Its items are all read: the document's own object is parsed, its items kept as text.
         super.init(
-            upstream: fanOut.resource.upstream, path: fanOut.resource.listPath, headers: fanOut.resource.callHeaders, trace: fanOut.trace,
+            upstream: fanOut.resource.upstream, path: fanOut.resource.listPath, headers: fanOut.resource.callHeaders, trace: fanOut.trace, call: "list",
             keeping: .objectsInsideTheDocument, revalidation: fanOut.resource.revalidation)
     }
 

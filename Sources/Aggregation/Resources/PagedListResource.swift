@@ -138,7 +138,7 @@ public struct PagedListResource {
     // MARK: - Calls
 
     private func items(trace: TraceContext) -> Upstream.FetchJSON<[JSON]> {
-        upstream.json(listPath, headers: callHeaders, trace: trace, revalidation: revalidation) { [listPath] list in
+        upstream.json(listPath, headers: callHeaders, trace: trace, call: "list", revalidation: revalidation) { [listPath] list in
             guard let items = definition.itemsAt.value(in: list)?.arrayValue else {
                 let found = definition.itemsAt.value(in: list)?.kindDescription ?? "nothing"
                 return .failure(malformed(listPath, "expected an array at \(definition.itemsAt), found \(found)"))
@@ -157,7 +157,7 @@ public struct PagedListResource {
         // then follows it. The id, percent-encoded, holds no `?`.
         let separator = base.contains("?") ? "&" : "?"
         let path = cursor.map { base + separator + definition.cursorParameter + "=" + QueryString.percentEncoded($0) } ?? base
-        return upstream.json(path, headers: callHeaders, trace: trace, revalidation: revalidation) { document in
+        return upstream.json(path, headers: callHeaders, trace: trace, call: "page", revalidation: revalidation) { document in
             guard let items = definition.pageItemsAt.value(in: document)?.arrayValue else {
                 let found = definition.pageItemsAt.value(in: document)?.kindDescription ?? "nothing"
                 return .failure(malformed(path, "expected an array at \(definition.pageItemsAt), found \(found)"))

@@ -53,7 +53,7 @@ public struct SearchResource {
         }
         let separator = path.contains("?") ? "&" : "?"
         let path = path + separator + definition.parameter + "=" + QueryString.percentEncoded(query)
-        return upstream.json(path, headers: callHeaders, trace: trace) { document in
+        return upstream.json(path, headers: callHeaders, trace: trace, call: "search") { document in
             guard let items = definition.itemsAt.value(in: document)?.arrayValue else {
                 let found = definition.itemsAt.value(in: document)?.kindDescription ?? "nothing"
                 return .failure(ResourceError(

@@ -84,8 +84,8 @@ public final class Upstream {
     /// ```
     /// request(1) ──▶ GET ──▶ 503 ──backoff──▶ GET ──▶ 200 {…} ──▶ JSON ─|
     /// ```
-    public func json(_ path: String, headers: UpstreamHeaders? = nil, trace: TraceContext) -> FetchJSON<JSON> {
-        FetchJSON(upstream: self, path: path, headers: headers ?? baseHeaders, trace: trace, keepsObjectText: false) { .success($0) }
+    public func json(_ path: String, headers: UpstreamHeaders? = nil, trace: TraceContext, call: StaticString = "call") -> FetchJSON<JSON> {
+        FetchJSON(upstream: self, path: path, headers: headers ?? baseHeaders, trace: trace, call: call, keepsObjectText: false) { .success($0) }
     }
 
     /// The headers of a call made for `caller`: the upstream's own, then the headers its
@@ -107,12 +107,14 @@ public final class Upstream {
     ///
     /// With `revalidation`, the call asks with the validators of its earlier answer, and a
     /// `304` reads that answer's document again (``Revalidation``).
+    ///
+    /// `call` names what the call is for in its span (`list`, `page`, `search`).
     public func json<Value>(
-        _ path: String, headers: UpstreamHeaders? = nil, trace: TraceContext, keepingObjectText: Bool = false,
+        _ path: String, headers: UpstreamHeaders? = nil, trace: TraceContext, call: StaticString = "call", keepingObjectText: Bool = false,
         revalidation: Revalidation? = nil, read: @escaping (JSON) -> Result<Value, ResourceError>
     ) -> FetchJSON<Value> {
         FetchJSON(
-            upstream: self, path: path, headers: headers ?? baseHeaders, trace: trace, keepsObjectText: keepingObjectText,
+            upstream: self, path: path, headers: headers ?? baseHeaders, trace: trace, call: call, keepsObjectText: keepingObjectText,
             revalidation: revalidation, read: read)
     }
 
@@ -125,18 +127,20 @@ public final class Upstream {
         public let path: String
         let headers: UpstreamHeaders
         public let trace: TraceContext
+        let call: StaticString
         let keepsObjectText: Bool
         let revalidation: Revalidation?
         let read: (JSON) -> Result<Value, ResourceError>
 
         init(
-            upstream: Upstream, path: String, headers: UpstreamHeaders, trace: TraceContext, keepsObjectText: Bool,
+            upstream: Upstream, path: String, headers: UpstreamHeaders, trace: TraceContext, call: StaticString, keepsObjectText: Bool,
             revalidation: Revalidation? = nil, read: @escaping (JSON) -> Result<Value, ResourceError>
         ) {
             self.upstream = upstream
             self.path = path
             self.headers = headers
             self.trace = trace
+            self.call = call
             self.keepsObjectText = keepsObjectText
             self.revalidation = revalidation
             self.read = read
@@ -160,7 +164,7 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
         readBody = fetch.read
         self.downstream = downstream
         super.init(
-            upstream: fetch.upstream, path: fetch.path, headers: fetch.headers, trace: fetch.trace,
+            upstream: fetch.upstream, path: fetch.path, headers: fetch.headers, trace: fetch.trace, call: fetch.call,
             keeping: fetch.keepsObjectText ? .objects : .none, revalidation: fetch.revalidation)
     }
 
@@ -202,6 +206,8 @@ class JSONFetch<Value> {
     /// Made once for all the calls of a resource's request (``Upstream/headers(for:)``).
     private let headers: UpstreamHeaders
     private let trace: TraceContext
+    /// What the call is for, in its span (``UpstreamRequest/call``).
+    private let purpose: StaticString
     /// Which of the body's objects keep their text (``JSON/KeptText``).
     private let keptText: JSON.KeptText
     /// What a fetch that revalidates, or keeps its answer's headers, holds between its call
@@ -221,13 +227,14 @@ class JSONFetch<Value> {
     /// `keepingAnswerHeaders`, its answer's validators, `Cache-Control` and `Age` are read
     /// (``answered``) for a subclass that keeps the answer beyond the call (the detail cache).
     init(
-        upstream: Upstream, path: String, headers: UpstreamHeaders, trace: TraceContext, keeping keptText: JSON.KeptText,
-        revalidation: Revalidation? = nil, keepingAnswerHeaders: Bool = false
+        upstream: Upstream, path: String, headers: UpstreamHeaders, trace: TraceContext, call: StaticString,
+        keeping keptText: JSON.KeptText, revalidation: Revalidation? = nil, keepingAnswerHeaders: Bool = false
     ) {
         self.upstream = upstream
         self.path = path
         self.headers = headers
         self.trace = trace
+        purpose = call
         self.keptText = keptText
         conditions = revalidation != nil || keepingAnswerHeaders ? FetchConditions(revalidation: revalidation) : nil
     }
@@ -308,7 +315,7 @@ class JSONFetch<Value> {
         let request = UpstreamRequest(
             base: upstream.base, path: path, headers: sent?.conditionalHeader.map { headers + CollectionOfOne($0) } ?? headers, trace: trace,
             timeout: upstream.policy.timeout, keptResponseHeaders: conditions == nil ? [] : AnswerHeaders.names,
-            maxResponseBytes: upstream.policy.maxResponseBytes)
+            maxResponseBytes: upstream.policy.maxResponseBytes, call: purpose)
         // A closure that captures nothing, handed the fetch: no allocation per call.
         call = upstream.client.execute(request, for: self) { fetch, result in
             unsafeDowncast(fetch, to: JSONFetch<Value>.self).callEnded(result)

@@ -46,6 +46,7 @@ extension Configuration {
             try Server.fields.override(from: source, &configuration.server)
             try Cluster.fields.override(from: source, &cluster)
         }
+        try OTLPSettings.fields.override(from: environment, &configuration.telemetry.otlp)
         try configuration.overrideUpstreamURLs(environment: environment, options: overrides.upstreams)
 
         if cluster.redis != Cluster.defaults.redis {
@@ -80,6 +81,7 @@ extension Configuration {
             try clusterSection.allowOnlyDeclared()
             try Cluster.fields.read(clusterSection, into: &cluster)
         }
+        try readTelemetry(root)
         for (name, section) in try root.section("upstreams")?.namedSections() ?? [] {
             upstreams[name] = try Self.upstream(section, environment: environment)
         }

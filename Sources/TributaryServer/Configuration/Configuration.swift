@@ -22,6 +22,8 @@ public struct Configuration: Sendable {
     /// `resources.<name>.auth` and `.rateLimit`, by resource name (those that set neither
     /// are absent): see ``access(of:)`` for what applies.
     public var resourceAccess: [String: ResourceAccessSettings] = [:]
+    /// `telemetry:` — traces and metrics over OTLP.
+    public var telemetry = Telemetry()
 
     public init() {}
 

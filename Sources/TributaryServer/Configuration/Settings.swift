@@ -21,6 +21,7 @@ enum Settings {
                     "`{rate: 20/s, burst: 40, by: identity}`: a GCRA limit of every resource's answers and stream opens and of stream control, per client, for the whole process (in a fleet, for the whole fleet through Redis, each replica alone while Redis is away). Over it: 429 `rate_limited` with `Retry-After` (see [api.md](api.md), \"Authentication and rate limits\")")
         + Configuration.EventStreams.fields.map { $0.setting.under("sse", reload: .restart) }
         + Configuration.Cluster.fields.map { $0.setting.under("cluster", reload: .restart) }
+        + Configuration.OTLPSettings.fields.map { $0.setting.under("telemetry.otlp", reload: .restart) }
         + Configuration.Auth.fields.map { $0.setting.under("auth") }
         + Configuration.JWTSettings.fields.map { $0.setting.under("auth.jwt", reload: .restart) }
         + jwtKeys.map { $0.under("", reload: .restart) }
@@ -43,7 +44,8 @@ enum Settings {
                             keep: { rule.keep(&$0.server, $1.server) })
             }
         }
-        + [RestartRule("sse", \.sse), RestartRule("cluster", \.cluster), RestartRule("auth.jwt", \.auth.jwt)]
+        + [RestartRule("sse", \.sse), RestartRule("cluster", \.cluster), RestartRule("auth.jwt", \.auth.jwt),
+           RestartRule("telemetry", \.telemetry)]
 
     /// The declared range of the key at `pattern` (`*` for chosen names).
     static func bounds(of pattern: String) -> Setting.Bounds? {

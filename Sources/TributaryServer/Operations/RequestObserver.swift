@@ -35,6 +35,9 @@ final class RequestObserver {
         let route = request.route ?? "unmatched"
         let elapsed = ContinuousClock.now - request.receivedAt
         let status = request.state == .disconnected ? nil : request.status ?? 0
+        if let span = request.span {
+            if let status { span.end(status: status) } else { span.end(failure: "disconnected") }
+        }
         counter(CounterKey(route: route, method: request.method, status: status)).increment()
         timer(route: route).recordNanoseconds(Self.nanoseconds(elapsed))
         logger.info("\(request.method.rawValue) \(RedactedTarget.of(request.uri)) \(Self.statusLabel(status)) \(Self.milliseconds(elapsed))ms",

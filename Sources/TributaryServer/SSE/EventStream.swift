@@ -128,6 +128,8 @@ final class EventStream {
     /// already counts it as sent): as a patch from `base`, the document the client has, when
     /// there is one (`updates=patch`) and the patch is smaller than the document, else whole.
     func send(_ snapshot: Snapshot, from base: Snapshot?, answering inputs: [String: String], of feed: EventFeed) {
+        // A stream's SERVER span covers the request up to its first document, not its whole life.
+        request.span?.end(status: 200)
         switch framing {
         case .single:
             if let base, let patch = frames.patchFrame(from: base, to: snapshot, of: feed.resource, diff: feed.diff) {
@@ -147,6 +149,7 @@ final class EventStream {
 
     /// Writes `error` of `feed`'s resource, which failed the refresh for the view's `inputs`.
     func send(_ error: ResourceError, answering inputs: [String: String], of feed: EventFeed) {
+        request.span?.end(status: 200)
         request.write(EventStreamFormat.event("error", data: framing.errorData(error.httpError, of: feed.resource, answering: inputs)))
     }
 
