@@ -191,10 +191,9 @@ def consistency(documents: list[tuple[str, dict]]) -> tuple[dict, str, float]:
     probe("readinessProbe", "/readyz")
     if "startupProbe" in container:
         probe("startupProbe", "/healthz")
-    for object_, what in ((service, "the Service's targetPort"),):
-        for service_port in object_["spec"].get("ports", []):
-            target = service_port.get("targetPort")
-            check(ports.get(target, target) == port, f"{what} {target!r} is not the port the service listens on")
+    for service_port in service["spec"].get("ports", []):
+        target = service_port.get("targetPort")
+        check(ports.get(target, target) == port, f"the Service's targetPort {target!r} is not the port the service listens on")
     annotations = spec["template"]["metadata"].get("annotations", {})
     if "prometheus.io/port" in annotations:
         check(int(annotations["prometheus.io/port"]) == port, "prometheus.io/port is not the port the service listens on")
