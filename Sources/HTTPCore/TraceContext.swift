@@ -3,11 +3,14 @@ public import Synchronization
 /// A W3C Trace Context (https://www.w3.org/TR/trace-context/): the trace a request belongs to,
 /// so every upstream call it causes can be tied back to it. Taken from the request's
 /// `traceparent` when that is valid, otherwise new; each upstream call then goes out as a
-/// span of its own of that trace, with the request's `tracestate` unchanged.
+/// span of its own of that trace, with the request's `tracestate` unchanged. The service's
+/// own span for the request has an id of its own too (``spanID``), new with each context,
+/// which names the request in log lines.
 ///
 /// ```swift
 /// let trace = TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "congo=t61")
 /// trace.traceID            // "4bf92f3577b34da6a3ce929d0e0e4736"
+/// trace.spanID             // "<16 hex digits, new>": the service's span, not the caller's 00f067aa0ba902b7
 /// trace.upstreamHeaders()  // [("traceparent", "00-4bf92f…4736-<a new span id>-01"), ("tracestate", "congo=t61")]
 /// UpstreamRequest(base: base, path: "/groups", trace: trace)   // the client writes the same
 /// ```
@@ -22,6 +25,9 @@ public struct TraceContext: Sendable, Equatable {
     /// The trace id's first and last 16 hex digits, as numbers.
     @usableFromInline let traceHigh: UInt64
     @usableFromInline let traceLow: UInt64
+    /// The id of the service's own span for the request (or refresh) this context was made
+    /// for: one ``nextID()`` when the context is made.
+    let span: UInt64
     /// The flags byte (bit 0: sampled), passed on as received.
     @usableFromInline let flagBits: UInt8
     /// The request's `tracestate`, forwarded unchanged (only with a valid `traceparent`, and
@@ -30,6 +36,10 @@ public struct TraceContext: Sendable, Equatable {
 
     /// 32 lowercase hex digits, not all zero.
     public var traceID: String { LowercaseHex.string(traceHigh, traceLow) }
+
+    /// 16 lowercase hex digits, not all zero: the service's own span for the request, new with
+    /// each context (never the caller's parent id), so that its log lines can name it.
+    public var spanID: String { LowercaseHex.string(span) }
 
     /// 2 lowercase hex digits (bit 0: sampled), passed on as received.
     public var flags: String {
@@ -45,7 +55,7 @@ public struct TraceContext: Sendable, Equatable {
 
     /// The context of a request: its `traceparent` if valid (version 00, a trace id and a
     /// parent id of lowercase hex, neither all zero, two hex digits of flags), with its
-    /// `tracestate`; otherwise a new trace, sampled, without state.
+    /// `tracestate`; otherwise a new trace, sampled, without state. Either way a new ``spanID``.
     public init(traceparent: String?, tracestate: String?) {
         guard let traceparent, let parsed = Self.parse(traceparent) else {
             self.init()
@@ -58,15 +68,16 @@ public struct TraceContext: Sendable, Equatable {
     private init(traceHigh: UInt64, traceLow: UInt64, flagBits: UInt8, state: String?) {
         self.traceHigh = traceHigh
         self.traceLow = traceLow
+        self.span = Self.nextID()
         self.flagBits = flagBits
         self.state = state
     }
 
-    /// A new trace: a trace id of two values of ``nextID()``, flags `01`, no state (every
-    /// request without a valid `traceparent` starts one, and so does each refresh of a live
-    /// pipeline, which no one request causes). Two `getrandom` system calls per request
-    /// before; a trace id, like a span id, has to be unique, not secret (flags `01` make no
-    /// claim of randomness, which W3C's level 2 `random` flag would).
+    /// A new trace: a trace id of two values of ``nextID()`` (its span id a third), flags
+    /// `01`, no state (every request without a valid `traceparent` starts one, and so does
+    /// each refresh of a live pipeline, which no one request causes). Two `getrandom` system
+    /// calls per request before; a trace id, like a span id, has to be unique, not secret
+    /// (flags `01` make no claim of randomness, which W3C's level 2 `random` flag would).
     public init() {
         self.init(traceHigh: Self.nextID(), traceLow: Self.nextID(), flagBits: 0x01, state: nil)
     }
