@@ -33,6 +33,9 @@ struct ServeOptions: ParsableArguments {
     @Option(help: .setting("--log-level"))
     var logLevel: String?
 
+    @Option(help: .setting("--log-format"))
+    var logFormat: String?
+
     /// The layered configuration, or exit status 1 with a message naming the bad key (not a
     /// usage error: the command line was fine, the settings were not). The file is the one
     /// `--config` or `TRIBUTARY_CONFIG` names (it must exist), else `config/tributary.yaml` in
@@ -56,7 +59,8 @@ struct ServeOptions: ParsableArguments {
         let (yaml, source) = try Self.file(named: config ?? environment["TRIBUTARY_CONFIG"])
         let configuration = try Configuration.load(
             yaml: yaml, file: source, environment: environment,
-            overrides: .init(listen: listen, workers: workers, logLevel: logLevel, upstreams: extraUpstreams + upstreams, redis: redis))
+            overrides: .init(
+                listen: listen, workers: workers, logLevel: logLevel, logFormat: logFormat, upstreams: extraUpstreams + upstreams, redis: redis))
         return (configuration, source)
     }
 
@@ -88,7 +92,7 @@ struct Serve: ParsableCommand {
 
     func run() throws {
         let (configuration, source) = try options.load()
-        let logger = Logger.tributary(level: configuration.server.logLevel)
+        let logger = Logger.tributary(level: configuration.server.logLevel, format: configuration.server.logFormat)
         logger.info("configuration", metadata: ["source": "\(source)"])
         let export = try options.startExport(configuration, logger: logger)
         defer { export?.shutDown(within: .seconds(5)) }
@@ -113,7 +117,7 @@ struct Demo: ParsableCommand {
         guard let address = ListenAddress(demoListen) else { throw ValidationError("--demo-listen: expected HOST:PORT") }
         guard let delay = DemoUpstream.delay(slowDetail) else { throw ValidationError("--slow-detail: expected a duration such as 2s or 500ms") }
         var (configuration, source) = try options.load()
-        let logger = Logger.tributary(level: configuration.server.logLevel)
+        let logger = Logger.tributary(level: configuration.server.logLevel, format: configuration.server.logFormat)
         logger.info("configuration", metadata: ["source": "\(source)"])
         // Before the demo upstream makes any metric: exported metrics are bootstrapped first.
         let export = try options.startExport(configuration, logger: logger)

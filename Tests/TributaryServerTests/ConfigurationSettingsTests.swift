@@ -79,7 +79,7 @@ struct ConfigurationSettingsTests {
     @Test("a reload keeps exactly the settings declared restart-only, and names them")
     func restartOnly() throws {
         #expect(Configuration.restartOnlySettings.map(\.key) == [
-            "server.listen", "server.workers", "server.logLevel", "server.requestTimeout", "server.maxHeaderBytes", "server.maxBodyBytes",
+            "server.listen", "server.workers", "server.logLevel", "server.logFormat", "server.requestTimeout", "server.maxHeaderBytes", "server.maxBodyBytes",
             "server.maxConnections", "server.shutdownTimeout", "server.maxIdentities", "server.maxRateLimitBuckets", "sse", "cluster",
             "auth.jwt", "telemetry",
         ])
@@ -94,6 +94,7 @@ struct ConfigurationSettingsTests {
         #expect(listen.valueName == "HOST:PORT")
         #expect(Configuration.help(option: "--upstream").text.hasSuffix("(env TRIBUTARY_UPSTREAM_<NAME>; config upstreams.<name>.url)."))
         #expect(Configuration.help(option: "--log-level").text.hasPrefix("trace, debug,"))
+        #expect(Configuration.help(option: "--log-format").text.hasSuffix("(env TRIBUTARY_LOG_FORMAT; config server.logFormat)."))
     }
 
     @Test("the environment and the command line are read as the file is, and a bad value names the variable or the option")
@@ -108,6 +109,12 @@ struct ConfigurationSettingsTests {
         }
         #expect(problem(["TRIBUTARY_LOG_LEVEL": "loud"])?.hasPrefix("TRIBUTARY_LOG_LEVEL: expected one of critical, debug") == true)
         #expect(problem([:], .init(logLevel: "loud"))?.hasPrefix("--log-level: expected one of critical, debug") == true)
+        #expect(problem(["TRIBUTARY_LOG_FORMAT": "JSON"]) == #"TRIBUTARY_LOG_FORMAT: expected text or json, found "JSON""#)
+        #expect(problem([:], .init(logFormat: "logfmt")) == #"--log-format: expected text or json, found "logfmt""#)
+        #expect((try? Configuration.load(yaml: "server: {logFormat: json}", file: "t.yaml"))?.server.logFormat == .json)
+        let overridden = try? Configuration.load(
+            yaml: "", file: "t.yaml", environment: ["TRIBUTARY_LOG_FORMAT": "json"], overrides: .init(logFormat: "text"))
+        #expect(overridden?.server.logFormat == .text, "the option over the variable")
         #expect(problem(["TRIBUTARY_TRUSTED_PROXIES": "10.0.0.0/8, nope"])?.hasPrefix("TRIBUTARY_TRUSTED_PROXIES: expected addresses or CIDR blocks") == true)
         let configuration = try? Configuration.load(
             yaml: "server: {adminToken: file, corsOrigins: [a]}", file: "t.yaml",

@@ -102,6 +102,7 @@ struct ConfigurationTests {
         ("server:\n  lisen: 1.2.3.4:5\n", "t.yaml: server.lisen: unknown key"),
         ("server:\n  listen: nowhere\n", "t.yaml: server.listen: expected HOST:PORT, found \"nowhere\""),
         ("server:\n  logLevel: loud\n", "t.yaml: server.logLevel: expected one of"),
+        ("server:\n  logFormat: xml\n", "t.yaml: server.logFormat: expected text or json, found \"xml\""),
         ("server:\n  staleIfErrorBytes: 64MiB\n", "t.yaml: server.staleIfErrorBytes: expected a whole number from 0 to 4294967296, found \"64MiB\""),
         ("server:\n  staleIfErrorBytes: -1\n", "t.yaml: server.staleIfErrorBytes: expected a whole number from 0 to 4294967296, found \"-1\""),
         ("server:\n  maxClientSharePercent: 0\n", "t.yaml: server.maxClientSharePercent: expected a whole number from 1 to 100, found \"0\""),

@@ -50,13 +50,23 @@ final class ServiceProcess: Sendable {
                                environment: environment, directory: directory)
         } ?? SpawnedProcess(binary, serviceArguments, environment: environment, directory: directory)
         let output = process.output
-        // The service's own line, not the demo upstream's (`demo upstream listening`, first).
-        guard await output.wait(timeout: .seconds(20), until: { $0.contains(/address=127\.0\.0\.1:\d+ workers=/) }),
-              let match = output.value.firstMatch(of: /address=127\.0\.0\.1:(\d+) workers=/), let port = UInt16(match.1) else {
+        guard await output.wait(timeout: .seconds(20), until: { Self.listeningPort(in: $0) != nil }),
+              let port = Self.listeningPort(in: output.value) else {
             process.signal(SIGKILL)
             throw TestClientError.malformed("the service did not start: \(output.value)")
         }
         self.port = port
+    }
+
+    /// The port of the service's own `listening` line, not the demo upstream's (`demo
+    /// upstream listening`, first); in either log format.
+    static func listeningPort(in output: String) -> UInt16? {
+        if let match = output.firstMatch(of: /address=127\.0\.0\.1:(\d+) workers=/) { return UInt16(match.1) }
+        // server.logFormat: json, its metadata in any order.
+        for line in output.split(separator: "\n") where line.contains(#""message":"listening""#) {
+            if let match = line.firstMatch(of: /"address":"127\.0\.0\.1:(\d+)"/) { return UInt16(match.1) }
+        }
+        return nil
     }
 
     /// The process id.

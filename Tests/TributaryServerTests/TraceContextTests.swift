@@ -153,6 +153,17 @@ struct TraceContextTests {
         #expect(parent.hasPrefix("00-\(traceID)-") && parent.hasSuffix("-\(flags)") && parent.utf8.count == 55)
     }
 
+    @Test("a context's span id, the service's own span, is new with each context: never the caller's parent id, never all zeros")
+    func spanIDs() {
+        let received = (0..<100).map { _ in TraceContext(traceparent: Self.incoming, tracestate: nil) }
+        let new = (0..<100).map { _ in TraceContext() }
+        let ids = (received + new).map(\.spanID)
+        #expect(Set(ids).count == ids.count)
+        #expect(ids.allSatisfy { $0.utf8.count == 16 && $0.allSatisfy { $0.isHexDigit && !$0.isUppercase } && $0 != String(repeating: "0", count: 16) })
+        #expect(!ids.contains("00f067aa0ba902b7"))
+        #expect(received.allSatisfy { $0.traceID == Self.incomingTraceID })
+    }
+
     @Test("new trace ids (no system random number per trace) are valid and never repeat, across threads", .ownThread)
     func newTraceIDsAreUnique() async {
         // Small enough not to hold the cooperative pool, which the other suites' awaits share.
@@ -170,7 +181,7 @@ struct TraceContextTests {
         #expect(Set(ids.map { $0.suffix(16) }).count == 4 * perTask)
     }
 
-    @Test("the access log line of a request holds the trace id its upstream calls carry")
+    @Test("the access log line of a request holds the trace id its upstream calls carry, and a span id of its own")
     func accessLog() async throws {
         let fixture = TaskGroupsFixture(count: 2)
         let upstream = try await ScriptedUpstream.start { fixture.reply(to: $0)! }
@@ -187,6 +198,7 @@ struct TraceContextTests {
         #expect(await service.output.wait(timeout: .seconds(5)) { output in
             output.split(separator: "\n").contains { $0.contains("GET /healthz 200") && $0.contains("trace_id=\(Self.incomingTraceID)") }
         })
+        #expect(service.output.value.split(separator: "\n").contains { $0.contains("GET /healthz 200") && $0.contains(/span_id=[0-9a-f]{16}\s/) })
         #expect(await service.terminate() == 0)
         await upstream.shutdown()
     }

@@ -11,22 +11,30 @@ extension Configuration {
         public var listen: String?
         public var workers: Int?
         public var logLevel: String?
+        public var logFormat: String?
         /// `NAME=URL` pairs from `--upstream`.
         public var upstreams: [String] = []
         /// `--redis URL`: `cluster.redis`.
         public var redis: String?
 
-        public init(listen: String? = nil, workers: Int? = nil, logLevel: String? = nil, upstreams: [String] = [], redis: String? = nil) {
+        public init(
+            listen: String? = nil, workers: Int? = nil, logLevel: String? = nil, logFormat: String? = nil, upstreams: [String] = [],
+            redis: String? = nil
+        ) {
             self.listen = listen
             self.workers = workers
             self.logLevel = logLevel
+            self.logFormat = logFormat
             self.upstreams = upstreams
             self.redis = redis
         }
 
         /// The options given, by name (`--listen`) as ``Settings`` declares them, with their text.
         var given: [String: String] {
-            let options: [(String, String?)] = [("--listen", listen), ("--workers", workers.map(String.init)), ("--log-level", logLevel), ("--redis", redis)]
+            let options: [(String, String?)] = [
+                ("--listen", listen), ("--workers", workers.map(String.init)), ("--log-level", logLevel), ("--log-format", logFormat),
+                ("--redis", redis),
+            ]
             return Dictionary(uniqueKeysWithValues: options.compactMap { name, text in text.map { (name, $0) } })
         }
     }

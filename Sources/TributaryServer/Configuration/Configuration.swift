@@ -48,6 +48,7 @@ public struct Configuration: Sendable {
         public var workers = 1
         /// One of ``Configuration/logLevels``.
         public var logLevel = "info"
+        public var logFormat = LogFormat.text
         public var requestTimeout: Duration = .seconds(60)
         public var maxHeaderBytes = 16 * 1024
         public var maxBodyBytes = 1024 * 1024

@@ -5,8 +5,8 @@ import Logging
 
 /// Sees every request end: one access log line (at `info`) with method, target (its secrets
 /// cut out: ``RedactedTarget``), status and duration, and as metadata the route and
-/// `trace_id`, the trace its upstream calls carry (``ServerRequest/traceContext``); and the
-/// request metrics:
+/// `trace_id`, the trace its upstream calls carry (``ServerRequest/traceContext``), and
+/// `span_id`, the service's own span for it; and the request metrics:
 ///
 /// - `tributary_http_requests_total{route,method,status}` (`status="disconnected"` when the
 ///   client left before the answer: its pipeline was cancelled)
@@ -41,7 +41,8 @@ final class RequestObserver {
         counter(CounterKey(route: route, method: request.method, status: status)).increment()
         timer(route: route).recordNanoseconds(Self.nanoseconds(elapsed))
         logger.info("\(request.method.rawValue) \(RedactedTarget.of(request.uri)) \(Self.statusLabel(status)) \(Self.milliseconds(elapsed))ms",
-                    metadata: ["route": "\(route)", "trace_id": "\(request.traceContext.traceID)"])
+                    metadata: ["route": .string(route), "trace_id": .string(request.traceContext.traceID),
+                              "span_id": .string(request.traceContext.spanID)])
     }
 
     private static func statusLabel(_ status: Int?) -> String {
