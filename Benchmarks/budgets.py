@@ -44,10 +44,13 @@ def run(command, **options):
 
 
 def build(product):
+    # The image's build configuration (the Dockerfile's, scripts/test's): a build with other
+    # flags in the same .build would compile every module again, dependencies included.
+    command = ["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", product]
     try:
-        run(["swift", "build", "-c", "release", "--product", product], cwd=REPOSITORY)
+        run(command, cwd=REPOSITORY)
     except subprocess.CalledProcessError as error:
-        sys.exit(f"budgets: swift build -c release --product {product} failed:\n{error.stdout}{error.stderr}")
+        sys.exit(f"budgets: {' '.join(command)} failed:\n{error.stdout}{error.stderr}")
     return REPOSITORY / ".build" / "release" / product
 
 
@@ -77,7 +80,8 @@ def groups_figures():
     if not fixture.is_file():
         sys.exit(f"budgets: the /groups figures need the shared benchmark fixture, and {fixture} is missing "
                  f"(../shared/bench beside the repository)")
-    binary = build("tributary")
+    # TRIBUTARY_BIN: a release binary built already (scripts/test's, the image's build).
+    binary = Path(os.environ["TRIBUTARY_BIN"]) if os.environ.get("TRIBUTARY_BIN") else build("tributary")
     environment = dict(os.environ, CALLGRIND_OUT=str(WORK / "groups.out"), PORT_BASE=str(free_port_base()),
                        TRIBUTARY_BIN=str(binary))
     command = ["Benchmarks/groups-cpu.sh", "count", "10", str(GROUPS_REQUESTS)]
