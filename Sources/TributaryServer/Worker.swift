@@ -333,19 +333,21 @@ public final class Worker {
             request.route = "preflight"
             return cors.answerPreflight(request)
         }
-        switch router.match(request.method, path: request.path) {
-        case .found(let route, let parameters):
+        let match = router.match(request.method, path: request.path)
+        if case .found(let route, let parameters) = match {
             request.route = route.pattern
             request.parameters = parameters
-            if let spans { request.adopt(spans.server(for: request)) }
+        }
+        // Named by the route it matched, before its handler makes any upstream call.
+        if let spans { request.adopt(spans.server(for: request)) }
+        switch match {
+        case .found(let route, _):
             route.handle(request)
         case .methodNotAllowed(let allowed):
-            if let spans { request.adopt(spans.server(for: request)) }
             let names = allowed.map(\.rawValue).joined(separator: ", ")
             request.respond(.methodNotAllowed("\(request.method.rawValue) is not allowed on \(request.path) (allowed: \(names))"),
                             headers: [("Allow", names)])
         case .notFound:
-            if let spans { request.adopt(spans.server(for: request)) }
             request.respond(.notFound("no resource at \(request.path)"))
         }
     }
