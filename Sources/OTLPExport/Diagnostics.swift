@@ -8,7 +8,7 @@ import Logging
 /// span processor logs "Spans were dropped this iteration because queue was full" with
 /// `dropped_count` when its bounded queue was full, and "Failed to export batch." with the
 /// batch's `batch_size` when the collector did not take a batch (down, slow past
-/// `OTEL_BSP_EXPORT_TIMEOUT`, or refusing it). `OTLPExportTests` hold these messages to
+/// `OTEL_BSP_EXPORT_TIMEOUT`, or refusing it). Tests/Clients/otlp_traces.py holds these messages to
 /// swift-otel's wording with a collector that is down and one that is slow.
 struct Diagnostics: LogHandler {
     var metadata: Logger.Metadata = [:]
