@@ -79,11 +79,10 @@ public struct TraceContext: Sendable, Equatable {
     /// value is not a valid version-00 `traceparent`.
     package init?(ownSpanOf traceparent: String, tracestate: String?) {
         guard let parsed = Self.parse(traceparent) else { return nil }
-        let bytes = Array(traceparent.utf8)
         self.init(
             traceHigh: parsed.traceHigh, traceLow: parsed.traceLow, flagBits: parsed.flagBits,
             state: tracestate.flatMap { $0.utf8.count <= Self.maximumStateBytes && !$0.isEmpty ? $0 : nil },
-            span: LowercaseHex.value(of: bytes[36..<52]))
+            span: parsed.parent)
     }
 
     /// The `traceparent` that names this context's own span as the parent: what a tracer
@@ -162,8 +161,8 @@ public struct TraceContext: Sendable, Equatable {
         return mixed == 0 ? 1 : mixed  // all zeros is invalid
     }
 
-    /// The trace id and flags of a valid version-00 `traceparent`, or nil.
-    static func parse(_ header: String) -> (traceHigh: UInt64, traceLow: UInt64, flagBits: UInt8)? {
+    /// The trace id, parent id and flags of a valid version-00 `traceparent`, or nil.
+    static func parse(_ header: String) -> (traceHigh: UInt64, traceLow: UInt64, parent: UInt64, flagBits: UInt8)? {
         let bytes = Array(header.utf8)
         // 00-<32 hex>-<16 hex>-<2 hex>
         guard bytes.count == 55, bytes[0] == UInt8(ascii: "0"), bytes[1] == UInt8(ascii: "0"),
@@ -174,7 +173,7 @@ public struct TraceContext: Sendable, Equatable {
         guard [traceID, parentID, flags].allSatisfy({ $0.allSatisfy(LowercaseHex.isDigit) }),
               traceID.contains(where: { $0 != UInt8(ascii: "0") }),
               parentID.contains(where: { $0 != UInt8(ascii: "0") }) else { return nil }
-        return (LowercaseHex.value(of: bytes[3..<19]), LowercaseHex.value(of: bytes[19..<35]),
+        return (LowercaseHex.value(of: bytes[3..<19]), LowercaseHex.value(of: bytes[19..<35]), LowercaseHex.value(of: parentID),
                 UInt8(LowercaseHex.value(of: flags)))
     }
 }

@@ -109,17 +109,13 @@ public final class OTLPExport: Sendable {
         exporter.headers = Self.pairs(settings.headers ?? "").map { ($0.key, $0.value) }
         // swift-otel takes an endpoint set in code as the signal's whole URL, and the
         // environment's OTEL_EXPORTER_OTLP_ENDPOINT (which it reads again) as a base.
-        if let endpoint = settings.endpoint {
-            exporter.endpoint = endpoint.hasSuffix("/") ? endpoint + "v1/traces" : endpoint + "/v1/traces"
-        }
+        if let endpoint = settings.endpoint { exporter.endpoint = Self.url(of: "traces", below: endpoint) }
         configuration.traces.otlpExporter = exporter
         configuration.metrics.enabled = settings.exportsMetrics
         if settings.exportsMetrics {
             configuration.metrics.exporter = .otlp
             var metricsExporter = exporter
-            if let endpoint = settings.endpoint {
-                metricsExporter.endpoint = endpoint.hasSuffix("/") ? endpoint + "v1/metrics" : endpoint + "/v1/metrics"
-            }
+            if let endpoint = settings.endpoint { metricsExporter.endpoint = Self.url(of: "metrics", below: endpoint) }
             configuration.metrics.otlpExporter = metricsExporter
         }
         do {
@@ -158,6 +154,12 @@ public final class OTLPExport: Sendable {
         }
         let (seconds, attoseconds) = limit.components
         _ = done.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+    }
+
+    /// Where `signal` (`traces`, `metrics`) is posted below a collector's base URL, as OTLP/HTTP
+    /// has it: `/v1/<signal>`.
+    private static func url(of signal: String, below endpoint: String) -> String {
+        endpoint.hasSuffix("/") ? "\(endpoint)v1/\(signal)" : "\(endpoint)/v1/\(signal)"
     }
 
     /// `key=value,key2=value2`, as the `OTEL_*` variables write them (values percent-decoded).

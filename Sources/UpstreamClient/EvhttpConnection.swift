@@ -87,11 +87,6 @@ final class EvhttpConnection: UpstreamConnection {
     /// evhttp's connection owns its bufferevent (and TLS state): it cannot move between loops.
     func detachSocket() -> LentSocket? { nil }
 
-    /// Whether a header is one of a trace's, which a request with a trace writes itself.
-    private static func isTrace(_ name: String) -> Bool {
-        HTTPSyntax.equalsIgnoringCase(name, "traceparent") || HTTPSyntax.equalsIgnoringCase(name, "tracestate")
-    }
-
     /// Sends the request. The request's C context holds one retain of `self`, released by the
     /// response callback or, after a cancel, by ``withdraw()``.
     func send(_ call: UpstreamCall) {
@@ -111,7 +106,7 @@ final class EvhttpConnection: UpstreamConnection {
         }
         let headers = evhttp_request_get_output_headers(raw)
         HeaderList.add("Host", request.base.origin.hostHeader, to: headers)
-        for (name, value) in request.headers where request.trace == nil || !Self.isTrace(name) {
+        for (name, value) in request.headers where request.trace == nil || !RequestHead.isTrace(name) {
             HeaderList.add(name, value, to: headers)
         }
         if let trace = request.trace {

@@ -194,6 +194,11 @@ enum RequestHead {
         HTTPSyntax.tokenEqualsIgnoringCase(name, "traceparent") || HTTPSyntax.tokenEqualsIgnoringCase(name, "tracestate")
     }
 
+    /// The same for a name as a string (HTTPS calls, whose head evhttp's client writes).
+    static func isTrace(_ name: String) -> Bool {
+        HTTPSyntax.equalsIgnoringCase(name, "traceparent") || HTTPSyntax.equalsIgnoringCase(name, "tracestate")
+    }
+
     /// Whether a header name, a token, is one of those the client writes itself.
     private static func isFraming(_ name: UnsafeRawBufferPointer) -> Bool {
         HTTPSyntax.tokenEqualsIgnoringCase(name, "host") || HTTPSyntax.tokenEqualsIgnoringCase(name, "content-length")

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Glibc
 import Logging
 import OTLPExport
 import TributaryServer
@@ -24,9 +23,7 @@ extension ServeOptions {
             logger.info("exporting spans over OTLP/HTTP", metadata: ["metrics": "\(settings.exportsMetrics)"])
             return export
         } catch {
-            let message = Array("Error: invalid configuration: \(error)\n".utf8)
-            _ = message.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-            throw ExitCode.failure
+            throw Self.invalidConfiguration(error)
         }
     }
 }

@@ -44,10 +44,16 @@ struct ServeOptions: ParsableArguments {
         do {
             return try reload(extraUpstreams: extraUpstreams)
         } catch let error as ConfigurationError {
-            let message = Array("Error: invalid configuration: \(error)\n".utf8)
-            _ = message.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-            throw ExitCode.failure
+            throw Self.invalidConfiguration(error)
         }
+    }
+
+    /// Says on standard error why the configuration cannot serve, naming its key; the exit
+    /// status 1 to end with (not a usage error: the command line was fine, the settings were not).
+    static func invalidConfiguration(_ problem: some Error) -> ExitCode {
+        let message = Array("Error: invalid configuration: \(problem)\n".utf8)
+        _ = message.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        return ExitCode.failure
     }
 
     /// The layered configuration read again from the same sources (SIGHUP): the file, the
