@@ -1,7 +1,7 @@
 # Sourced by the Benchmarks/*.sh scripts that start their own processes on loopback (auth.sh,
-# sharing-cost.sh): a work directory ($work), every process started recorded in $pids and
-# stopped by its PID on exit (Ctrl-C included), a free port, a wait until a port answers, and
-# the demo upstream.
+# sharing-cost.sh, tracing-cost.sh): a work directory ($work), every process started recorded
+# in $pids and stopped by its PID on exit (Ctrl-C included), a free port, a process's CPU time,
+# a wait until a port answers, and the demo upstream.
 work=$(mktemp -d)
 pids=()
 stop_started() {
@@ -10,6 +10,9 @@ stop_started() {
 }
 trap stop_started EXIT
 trap 'exit 130' INT TERM
+
+# cpu_ticks PID: the process's user and system time so far, in 1/100 s (utime + stime).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

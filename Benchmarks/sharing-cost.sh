@@ -100,7 +100,6 @@ token="Authorization: Bearer bench-user-0001"
 declare -A path=([plain]=/groups [param]=/teams/core/groups [noforward]=/you/groups [forward]=/me/groups)
 declare -A header=([plain]="" [param]="" [noforward]=$token [forward]=$token)
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }   # utime + stime, 1/100 s
 busy_percent() {   # the whole machine over 2 s (100 = every core)
     local a b
     a=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat); sleep 2

@@ -53,7 +53,6 @@ resources:
     coalesce: false
 YAML
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }   # utime + stime, 1/100 s
 dropped() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^tributary_otlp_dropped_spans_total/ {s += $2} END {print s + 0}'; }
 
 echo "# tracing cost: demo upstream, 10 groups, coalescing off, wrk -t2 -c$connections -d$duration, $workers workers, $rounds rounds"

@@ -86,6 +86,20 @@ def poll_until(what: str, condition: Callable[[], bool], timeout: float = WAIT) 
     raise Failure(f"not within {timeout:g} s: {what}")
 
 
+# ---------------------------------------------------------------------------- loopback servers
+
+def serve(handler: type[http.server.BaseHTTPRequestHandler]) -> http.server.ThreadingHTTPServer:
+    """`handler` on a free port of 127.0.0.1, a thread per request, served from a thread of its own."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    return server
+
+
+def url_of(server: http.server.ThreadingHTTPServer) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
 # ---------------------------------------------------------------------------- the collector
 
 @dataclass
@@ -139,15 +153,11 @@ class Collector:
             def log_message(self, *args) -> None:
                 pass
 
-        class Server(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        self.server = serve(Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return url_of(self.server)
 
     def trace(self, trace_id: str) -> list[Span]:
         with self.cond:
@@ -208,15 +218,11 @@ class Upstream:
             def log_message(self, *args) -> None:
                 pass
 
-        class Server(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        self.server = serve(Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return url_of(self.server)
 
     def calls_of(self, trace_id: str) -> list[tuple[str, dict]]:
         with self.cond:
