@@ -37,9 +37,11 @@ public final class Spans: Sendable {
             tracer.extract(TraceHeaders(traceparent: traceparent, tracestate: tracestate), into: &parent, using: TraceHeaders.Access())
         }
         let span = tracer.startSpan(route.map { "\(method.rawValue) \($0)" } ?? method.rawValue, context: parent, ofKind: .server)
-        span.attributes["http.request.method"] = method.rawValue
-        if let route { span.attributes["http.route"] = route }
-        span.attributes["url.path"] = path
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = method.rawValue
+            if let route { attributes["http.route"] = route }
+            attributes["url.path"] = path
+        }
         return TracedSpan(span, tracer: tracer, state: tracestate)
     }
 
@@ -51,11 +53,13 @@ public final class Spans: Sendable {
         var parent = ServiceContext.topLevel
         tracer.extract(TraceHeaders(traceparent: trace.ownParent, tracestate: nil), into: &parent, using: TraceHeaders.Access())
         let span = tracer.startSpan(method.rawValue, context: parent, ofKind: .client)
-        span.attributes["http.request.method"] = method.rawValue
-        span.attributes["server.address"] = host
-        span.attributes["server.port"] = port
-        span.attributes["url.path"] = Self.pathOnly(path)
-        span.attributes["tributary.call"] = call.description
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = method.rawValue
+            attributes["server.address"] = host
+            attributes["server.port"] = port
+            attributes["url.path"] = Self.pathOnly(path)
+            attributes["tributary.call"] = call.description
+        }
         return TracedSpan(span, tracer: tracer, state: trace.state)
     }
 
@@ -96,11 +100,12 @@ public final class TracedSpan {
     public func end(status: Int, isClient: Bool = false) {
         guard !ended else { return }
         ended = true
-        span.attributes["http.response.status_code"] = status
-        if status >= 500 || (isClient && status >= 400) {
-            span.attributes["error.type"] = String(status)
-            span.setStatus(SpanStatus(code: .error))
+        let failed = status >= 500 || (isClient && status >= 400)
+        span.updateAttributes { attributes in
+            attributes["http.response.status_code"] = status
+            if failed { attributes["error.type"] = String(status) }
         }
+        if failed { span.setStatus(SpanStatus(code: .error)) }
         span.end()
     }
 
@@ -133,8 +138,9 @@ struct TraceHeaders {
     var tracestate: String?
 
     struct Access: Extractor, Injector {
+        // The W3C propagator names its headers in lower case; nothing else calls these.
         func extract(key: String, from carrier: TraceHeaders) -> String? {
-            switch key.lowercased() {
+            switch key {
             case "traceparent": carrier.traceparent
             case "tracestate": carrier.tracestate
             default: nil
@@ -142,7 +148,7 @@ struct TraceHeaders {
         }
 
         func inject(_ value: String, forKey key: String, into carrier: inout TraceHeaders) {
-            switch key.lowercased() {
+            switch key {
             case "traceparent": carrier.traceparent = value
             case "tracestate": carrier.tracestate = value
             default: break
