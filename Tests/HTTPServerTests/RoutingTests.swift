@@ -50,6 +50,20 @@ struct RoutingTests {
         }
     }
 
+    @Test("literal segments compare by their bytes: an equivalent spelling in Unicode is another path")
+    func literalsByBytes() {
+        var router = Router<Route>()
+        router.add(.get, "/caf\u{E9}/{id}", .groups)
+        func found(_ path: String) -> [String: String]? {
+            if case .found(_, let parameters) = router.match(.get, path: path) { return parameters }
+            return nil
+        }
+        #expect(found("/caf%C3%A9/x") == ["id": "x"])
+        #expect(found("/cafe%CC%81/x") == nil, "e and U+0301 are other bytes than U+00E9")
+        #expect(found("/caf%C3/x") == nil, "a lone lead byte is not UTF-8: 404")
+        #expect(found("//caf%C3%A9//x%2Fy/") == ["id": "x/y"], "empty segments left out, each decoded")
+    }
+
     @Test("a path without parameters is found whatever its spelling, after any earlier route of any method that matches it")
     func exactPaths() {
         var router = Router<Route>()

@@ -16,12 +16,19 @@ public struct ParameterValidator {
     public let definitions: [ParameterDefinition]
     /// Each definition's compiled pattern, at the same index (nil: none).
     private let patterns: [Regex<AnyRegexOutput>?]
+    /// Each pattern's fast path, when it has the usual shape (``AnchoredClassPattern``).
+    private let fastPatterns: [AnchoredClassPattern?]
+    /// Whether the definitions are declared in ``ParameterValues``' order (by name, as one alone
+    /// is): their values are then made in order, with nothing to sort on every request.
+    private let declaredByName: Bool
 
     /// Fails when a pattern is not a regular expression Swift can compile (the configuration
     /// checks every pattern with this as it loads).
     public init(_ definitions: [ParameterDefinition]) throws {
         self.definitions = definitions
         patterns = try definitions.map { definition in try definition.pattern.map { try Regex($0) } }
+        fastPatterns = definitions.map { definition in definition.pattern.flatMap(AnchoredClassPattern.init) }
+        declaredByName = zip(definitions, definitions.dropFirst()).allSatisfy { ParameterValues.precedes($0.name, $1.name) }
     }
 
     /// Whether the resource takes no parameters at all.
@@ -31,7 +38,8 @@ public struct ParameterValidator {
     /// refused; names `given` holds that are not declared are ignored. An empty value counts
     /// as absent.
     public func values(from given: [String: String]) -> Result<ParameterValues, ParameterError> {
-        var values: [String: String] = [:]
+        var entries: [ParameterValues.Entry] = []
+        entries.reserveCapacity(definitions.count)
         for (index, definition) in definitions.enumerated() {
             let name = definition.name
             guard let value = given[name].flatMap({ $0.isEmpty ? nil : $0 }) ?? definition.defaultValue else {
@@ -40,12 +48,13 @@ public struct ParameterValidator {
                 }
                 continue
             }
-            if let problem = problem(with: value, of: definition, pattern: patterns[index]) {
+            if let problem = problem(with: value, of: definition, at: index) {
                 return .failure(ParameterError(code: .invalidParameter, parameter: name, message: "parameter \(name) \(problem)"))
             }
-            values[name] = value
+            entries.append(ParameterValues.Entry(name: name, value: value))
         }
-        return .success(ParameterValues(values))
+        if !declaredByName { entries.sort { ParameterValues.precedes($0.name, $1.name) } }
+        return .success(ParameterValues(sorted: entries))
     }
 
     /// The values `pairs` name (a query's, in order) and nothing more: no default filled in,
@@ -64,7 +73,7 @@ public struct ParameterValidator {
             }
             guard given[index] == nil else { return .failure(invalid("is given more than once")) }
             guard !value.isEmpty else { return .failure(invalid("is empty: give its value, or leave it out for every value")) }
-            if let problem = problem(with: value, of: definitions[index], pattern: patterns[index]) { return .failure(invalid(problem)) }
+            if let problem = problem(with: value, of: definitions[index], at: index) { return .failure(invalid(problem)) }
             given[index] = value
         }
         return .success(ParameterValues(Dictionary(uniqueKeysWithValues: given.map { (definitions[$0.key].name, $0.value) })))
@@ -72,7 +81,7 @@ public struct ParameterValidator {
 
     /// What is wrong with `value` for `definition`, or nil. The value itself is not repeated
     /// in the message (it may be long, or not text anyone should see echoed).
-    private func problem(with value: String, of definition: ParameterDefinition, pattern: Regex<AnyRegexOutput>?) -> String? {
+    private func problem(with value: String, of definition: ParameterDefinition, at index: Int) -> String? {
         if value.utf8.count > ParameterDefinition.maximumValueBytes {
             return "is longer than \(ParameterDefinition.maximumValueBytes) bytes"
         }
@@ -83,7 +92,7 @@ public struct ParameterValidator {
         if let allowed = definition.allowed, !allowed.contains(where: { $0.utf8.elementsEqual(value.utf8) }) {
             return "must be one of \(allowed.joined(separator: ", "))"
         }
-        if let pattern, (try? pattern.firstMatch(in: value)) == nil {
+        if let pattern = patterns[index], fastPatterns[index]?.accepts(value) != true, (try? pattern.firstMatch(in: value)) == nil {
             return "does not match \(definition.pattern ?? "")"
         }
         return nil

@@ -77,18 +77,20 @@ public struct UpstreamPath: Sendable, Equatable, CustomStringConvertible {
     /// The path with every placeholder but `{id}` replaced as in ``rendered(with:)``, as the
     /// ``PathTemplate`` each item's id then goes into; nil unless it holds `{id}` exactly once.
     public func template(with values: ParameterValues) -> PathTemplate? {
-        guard placeholders.filter({ $0 == Self.itemID }).count == 1 else { return nil }
+        // One pass, no array of names: a parameterized resource makes its template on every
+        // request.
         var prefix = "", suffix = ""
-        var afterID = false
+        var ids = 0
         for part in parts {
-            let text: String = switch part {
-            case .literal(let literal): literal
-            case .placeholder(Self.itemID): ""
-            case .placeholder(let name): QueryString.percentEncoded(values[name] ?? "")
+            switch part {
+            case .placeholder(Self.itemID): ids += 1
+            case .literal(let literal): if ids == 0 { prefix += literal } else { suffix += literal }
+            case .placeholder(let name):
+                let value = QueryString.percentEncoded(values[name] ?? "")
+                if ids == 0 { prefix += value } else { suffix += value }
             }
-            if case .placeholder(Self.itemID) = part { afterID = true } else if afterID { suffix += text } else { prefix += text }
         }
-        return PathTemplate(prefix: prefix, suffix: suffix)
+        return ids == 1 ? PathTemplate(prefix: prefix, suffix: suffix) : nil
     }
 }
 

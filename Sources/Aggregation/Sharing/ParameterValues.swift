@@ -27,7 +27,17 @@ public struct ParameterValues: Hashable, Sendable, CustomStringConvertible {
     public static let none = ParameterValues([:])
 
     public init(_ values: [String: String]) {
-        entries = values.sorted { $0.key < $1.key }.map { Entry(name: $0.key, value: $0.value) }
+        entries = values.sorted { Self.precedes($0.key, $1.key) }.map { Entry(name: $0.key, value: $0.value) }
+    }
+
+    /// Entries already in ``precedes(_:_:)``'s order of their names, each name once.
+    init(sorted entries: [Entry]) {
+        self.entries = entries
+    }
+
+    /// The order of entries: by name.
+    static func precedes(_ name: String, _ other: String) -> Bool {
+        name < other
     }
 
     public subscript(name: String) -> String? {
