@@ -19,6 +19,8 @@ struct ListKind: ServedKind {
     let reload: (@Sendable (ParameterValues) -> Int)?
     /// The resource as every request without parameters or identity asks for it, made once.
     private let everyone: ListResource
+    /// The resources made for other keys lately, the next request of the same key reuses.
+    private let recent = RecentListResources()
 
     init(
         name: String, settings: Configuration.ListSettings, definition: Configuration.ResourceDefinition, upstream: Upstream,
@@ -52,12 +54,37 @@ struct ListKind: ServedKind {
             client: opener.client)
     }
 
-    /// The resource for what `asked` names: the one made once, when it names nothing.
+    /// The resource for what `asked` names: the one made once, when it names nothing; else
+    /// one of the recent ones, by the request's sharing key.
     private func resource(for asked: ResourceRequest) -> ListResource {
         guard !asked.parameters.isEmpty || !asked.caller.forwardedHeaders.isEmpty else { return everyone }
-        return ListResource(
-            name: name, upstream: upstream, definition: settings.definition, parameters: asked.parameters, caller: asked.caller,
-            sharing: details)
+        return recent.resource(for: asked.key) {
+            ListResource(
+                name: name, upstream: upstream, definition: settings.definition, parameters: asked.parameters, caller: asked.caller,
+                sharing: details)
+        }
+    }
+}
+
+/// A worker's one-shot list resources for the keys asked lately (at most ``capacity``, the
+/// least recently asked forgotten first). Making one renders its list and detail paths and
+/// its call headers, some 4,000 instructions and a dozen allocations on every request of a
+/// parameterized route or a forwarded identity (issue 41); a key asked again finds it made.
+///
+/// Keyed by the ``SharingKey``, parameter values by their bytes and the caller's identity
+/// included, as everything shared is: a resource holds its caller's forwarded headers, and
+/// reaches no one else. A one-shot resource keeps no state between snapshots (only a live
+/// pipeline's revalidates and keeps its last document, and those are made elsewhere), so two
+/// requests may share one. Loop-confined, as its worker's routes are.
+final class RecentListResources {
+    static let capacity = 256
+    private var resources = RecencyTable<SharingKey, ListResource>(capacity: RecentListResources.capacity)
+
+    func resource(for key: SharingKey, making make: () -> ListResource) -> ListResource {
+        if let known = resources[key] { return known }
+        let made = make()
+        resources[key] = made
+        return made
     }
 }
 
