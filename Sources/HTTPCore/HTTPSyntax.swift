@@ -149,13 +149,14 @@ public enum HTTPSyntax {
     public static func equalsIgnoringCase(_ a: String, _ b: String) -> Bool {
         var a = a
         var b = b
-        return a.withUTF8 { a in
-            b.withUTF8 { b in
-                guard a.count == b.count else { return false }
-                for index in a.indices where lowercased(a[index]) != lowercased(b[index]) { return false }
-                return true
-            }
-        }
+        return a.withUTF8 { a in b.withUTF8 { b in equalsIgnoringCase(a, b) } }
+    }
+
+    /// The same comparison, over bytes already in hand.
+    public static func equalsIgnoringCase(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        for index in a.indices where lowercased(a[index]) != lowercased(b[index]) { return false }
+        return true
     }
 
     private static func lowercased(_ byte: UInt8) -> UInt8 {
