@@ -9,6 +9,11 @@ binary gives the same figures whatever else the machine does; see Thresholds/REA
 
   groups-n10   instructions and allocations (calls to malloc) per N=10 GET /groups request,
                over 200 requests one after another (Benchmarks/groups-cpu.sh count 10 200)
+  sharing      instructions and allocations per request of what part 3 adds to a JSON answer:
+               GET /teams/core/groups (a path parameter: route, validation, paths) and GET
+               /me/groups with a forwarded Authorization (an identity), each over the demo
+               upstream's 10 groups, 200 requests one after another (Benchmarks/sharing-cost.sh,
+               ROUNDS=0); the demo's data changes as it runs, which moves them by well under 1 %
   rivers       instructions and allocations per element of Rivers' main operators
                (Benchmarks/RiversCounts), each workload run at two sizes: the difference,
                divided by the difference in elements, is what one more element costs
@@ -101,6 +106,31 @@ def groups_figures():
     }
 
 
+def sharing_figures():
+    """Per request of a parameterized route and of a forwarded identity (issue 41's part 3 on
+    the JSON path), with the plain figures they are compared with."""
+    binary = Path(os.environ["TRIBUTARY_BIN"]) if os.environ.get("TRIBUTARY_BIN") else build("tributary")
+    command = ["Benchmarks/sharing-cost.sh"]
+    environment = dict(os.environ, ROUNDS="0", COUNT="200", TRIBUTARY_BIN=str(binary))
+    try:
+        output = run(command, cwd=REPOSITORY, env=environment).stdout
+    except subprocess.CalledProcessError as error:
+        sys.exit(f"budgets: ROUNDS=0 {' '.join(command)} failed:\n{error.stdout}{error.stderr}")
+    counts = {match.group(1): (float(match.group(2)), float(match.group(3))) for match in re.finditer(
+        r"^count\s+(\w+)\s+\S+\s+([\d.]+) instructions/request, ([\d.]+) allocations/request", output, re.MULTILINE)}
+    if not {"param", "forward"} <= counts.keys():
+        sys.exit(f"budgets: no counts in the output of ROUNDS=0 {' '.join(command)}:\n{output}")
+    investigate = "ROUNDS=0 Benchmarks/sharing-cost.sh (the phases plain, param, noforward, forward; callgrind)"
+    for name, base in (("param", "plain"), ("forward", "noforward")):
+        print(f"      {name} against {base}: {counts[name][0] / counts[base][0] - 1:+.1%} instructions per request")
+    return {
+        "parameterized route instructions per request": (counts["param"][0], investigate),
+        "parameterized route allocations per request": (counts["param"][1], investigate),
+        "forwarded identity instructions per request": (counts["forward"][0], investigate),
+        "forwarded identity allocations per request": (counts["forward"][1], investigate),
+    }
+
+
 def rivers_figures():
     binary = build("RiversCounts")
     # Valgrind 3.19 cannot read Swift 6's DWARF 5: a copy without debug info (symbols kept).
@@ -188,7 +218,7 @@ def main(arguments):
         if not shutil.which(tool):
             sys.exit(f"budgets: {tool} is missing (Debian: valgrind, binutils)")
     WORK.mkdir(parents=True, exist_ok=True)
-    sets = {"groups-n10": groups_figures(), "rivers": rivers_figures()}
+    sets = {"groups-n10": groups_figures(), "sharing": sharing_figures(), "rivers": rivers_figures()}
     if mode == "update":
         for name, figures in sets.items():
             write_thresholds(THRESHOLDS / f"{name}.tsv", figures)

@@ -27,6 +27,8 @@
 #   Benchmarks/sharing-cost.sh      Env: ROUNDS=3 DURATION=10s CONNECTIONS=100 WORKERS=2
 #                                        QUIET_MAX=15 QUIET_WAIT=120 COUNT=200
 #                                        TRIBUTARY_BIN=path (default: swift build -c release)
+#
+# ROUNDS=0 counts only (Benchmarks/budgets.py checks those counts, the "sharing" budgets).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${ROUNDS:-3}
@@ -193,6 +195,7 @@ PY
     kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
 fi
 
+[ -s "$work/results" ] || exit 0   # ROUNDS=0: the counts above are all
 python3 - "$work/results" "$work/counts" <<'PY'
 import os, re, statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
