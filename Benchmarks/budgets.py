@@ -23,6 +23,7 @@ below passes with a note to lower the threshold. The profiles stay in .build/bud
 look with callgrind_annotate. scripts/test runs the check; it needs valgrind, nginx and
 ../shared/bench (the /groups fixture): without any of them it fails, saying what is missing.
 """
+import functools
 import os
 import random
 import re
@@ -59,6 +60,13 @@ def build(product):
     return REPOSITORY / ".build" / "release" / product
 
 
+@functools.cache
+def service_binary():
+    """TRIBUTARY_BIN, a release binary built already (scripts/test's, the image's build), or
+    this build's, made once for every set that needs it."""
+    return Path(os.environ["TRIBUTARY_BIN"]) if os.environ.get("TRIBUTARY_BIN") else build("tributary")
+
+
 def callgrind_counts(profile):
     output = run([sys.executable, str(REPOSITORY / "Benchmarks" / "callgrind_counts.py"), str(profile)]).stdout
     instructions, allocations = output.split()
@@ -85,10 +93,8 @@ def groups_figures():
     if not fixture.is_file():
         sys.exit(f"budgets: the /groups figures need the shared benchmark fixture, and {fixture} is missing "
                  f"(../shared/bench beside the repository)")
-    # TRIBUTARY_BIN: a release binary built already (scripts/test's, the image's build).
-    binary = Path(os.environ["TRIBUTARY_BIN"]) if os.environ.get("TRIBUTARY_BIN") else build("tributary")
     environment = dict(os.environ, CALLGRIND_OUT=str(WORK / "groups.out"), PORT_BASE=str(free_port_base()),
-                       TRIBUTARY_BIN=str(binary))
+                       TRIBUTARY_BIN=str(service_binary()))
     command = ["Benchmarks/groups-cpu.sh", "count", "10", str(GROUPS_REQUESTS)]
     try:
         output = run(command, cwd=REPOSITORY, env=environment).stdout
@@ -109,9 +115,8 @@ def groups_figures():
 def sharing_figures():
     """Per request of a parameterized route and of a forwarded identity (issue 41's part 3 on
     the JSON path), with the plain figures they are compared with."""
-    binary = Path(os.environ["TRIBUTARY_BIN"]) if os.environ.get("TRIBUTARY_BIN") else build("tributary")
     command = ["Benchmarks/sharing-cost.sh"]
-    environment = dict(os.environ, ROUNDS="0", COUNT="200", TRIBUTARY_BIN=str(binary))
+    environment = dict(os.environ, ROUNDS="0", COUNT="200", TRIBUTARY_BIN=str(service_binary()))
     try:
         output = run(command, cwd=REPOSITORY, env=environment).stdout
     except subprocess.CalledProcessError as error:

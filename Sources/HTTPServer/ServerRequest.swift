@@ -237,14 +237,10 @@ public final class ServerRequest {
 
     /// `existing`'s names, then those of `added` it lacks (names compare case-insensitively).
     static func mergedVary(_ existing: String, _ added: String) -> String {
-        // Most answers merge one bare name into another (`Accept` and `Origin`): compared
-        // in place, without the arrays of the general case.
-        if Self.isBareName(existing) && Self.isBareName(added) {
-            return HTTPSyntax.equalsIgnoringCase(existing, added) ? existing : existing + ", " + added
-        }
-        // A resource that varies on forwarded headers merges one more bare name into names
-        // this wrote (`Accept, Authorization` and `Accept-Encoding`): looked up in place. The
-        // arrays of the general case cost some 12,000 instructions on every such answer.
+        // Most answers merge one bare name into one (`Accept` and `Origin`) or into names this
+        // wrote (`Accept, Authorization` and `Accept-Encoding`, where a resource varies on
+        // forwarded headers): looked up in place. The arrays of the general case cost some
+        // 12,000 instructions on every such answer.
         if Self.isBareName(added), let holds = Self.joinedNames(existing, hold: added) {
             return holds ? existing : existing + ", " + added
         }
@@ -253,8 +249,8 @@ public final class ServerRequest {
         return (names + new).joined(separator: ", ")
     }
 
-    // Over the bytes in place, not through `String.UTF8View`'s generic iteration: both
-    // checks run for every JSON answer's `Vary`.
+    // Over the bytes in place, not through `String.UTF8View`'s generic iteration: it runs for
+    // every JSON answer's `Vary`.
     private static func isBareName(_ value: String) -> Bool {
         var value = value
         return value.withUTF8 { bytes in
@@ -262,8 +258,8 @@ public final class ServerRequest {
         }
     }
 
-    /// Whether `names`, when they are names joined by `", "` exactly and nothing else, hold
-    /// `name` (compared without case); nil when `names` is written any other way.
+    /// Whether `names`, when they are one name or names joined by `", "` exactly and nothing
+    /// else, hold `name` (compared without case); nil when `names` is written any other way.
     private static func joinedNames(_ names: String, hold name: String) -> Bool? {
         var names = names, name = name
         return names.withUTF8 { names in
