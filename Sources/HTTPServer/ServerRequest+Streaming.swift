@@ -11,8 +11,8 @@ import EventLoop
 ///
 /// ```swift
 /// request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
-/// request.onDrained = { sendNextEventIfAny() }   // the socket took everything written
-/// request.write(Array("data: hi\n\n".utf8))
+/// request.onDrained = { sendNextEventIfAny() }   // the socket took what had to wait
+/// if request.write(Array("data: hi\n\n".utf8)) { sendNextEventIfAny() }   // taken at once
 /// request.endStream()
 /// ```
 extension ServerRequest {
@@ -37,20 +37,25 @@ extension ServerRequest {
         connection.rewatchAfterWrite()
     }
 
-    /// Writes one chunk; ``onDrained`` runs once the socket has taken all pending output.
-    /// Ignored unless streaming (after a disconnect, writes are dropped).
-    public func write(_ bytes: some Collection<UInt8>) {
-        guard state == .streaming, let raw, let server, !bytes.isEmpty else { return }
+    /// Writes one chunk and says whether the socket took it at once, with nothing written
+    /// before it still waiting. When it did, that is all: ``onDrained`` does not run for it.
+    /// Otherwise ``onDrained`` runs once the socket has taken all pending output. Ignored (false)
+    /// unless streaming: after a disconnect, writes are dropped.
+    @discardableResult
+    public func write(_ bytes: some Collection<UInt8>) -> Bool {
+        guard state == .streaming, let raw, let server, !bytes.isEmpty else { return false }
         let buffer = server.scratchBuffer
         if framesChunks { EventBuffer.append(ChunkFraming.sizeLine(bytes.count), to: buffer) }
         EventBuffer.append(bytes, to: buffer)
         if framesChunks { EventBuffer.append(ChunkFraming.end, to: buffer) }
-        sendChunk(raw, from: buffer)
+        return sendChunk(raw, from: buffer)
     }
 
     /// Moves `buffer` (one chunk, framed if ``framesChunks``) into the connection, with the
-    /// drained callback.
-    func sendChunk(_ raw: OpaquePointer, from buffer: OpaquePointer) {
+    /// drained callback, and writes it at once when nothing waits before it
+    /// (``ServerConnection/writeQueuedChunk()``); true when the socket took it all.
+    func sendChunk(_ raw: OpaquePointer, from buffer: OpaquePointer) -> Bool {
+        let nothingWaiting = connection.pendingOutputBytes == 0
         // The context is unretained: while streaming, the connection holds `self` as its open
         // request, and evhttp replaces this callback when the stream ends.
         evhttp_send_reply_chunk_with_cb(raw, buffer, { _, context in
@@ -61,6 +66,7 @@ extension ServerRequest {
         // scratch buffer, and what stayed in it would open the next stream's chunk.
         let untaken = evbuffer_get_length(buffer)
         if untaken > 0 { evbuffer_drain(buffer, untaken) }
+        return nothingWaiting && connection.writeQueuedChunk()
     }
 
     /// Caps the kernel's send buffer for this connection (SO_SNDBUF; the kernel doubles it),

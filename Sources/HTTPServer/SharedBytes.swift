@@ -49,21 +49,23 @@ public final class SharedBytes {
 
 extension ServerRequest {
     /// Writes one chunk of shared bytes (see ``SharedBytes``); like ``write(_:)`` otherwise.
-    public func write(_ bytes: SharedBytes) {
-        guard state == .streaming, let raw, let server, bytes.count > 0 else { return }
+    @discardableResult
+    public func write(_ bytes: SharedBytes) -> Bool {
+        guard state == .streaming, let raw, let server, bytes.count > 0 else { return false }
         let buffer = server.scratchBuffer
         bytes.append(to: buffer, framedAsChunk: framesChunks)
-        sendChunk(raw, from: buffer)
+        return sendChunk(raw, from: buffer)
     }
 
     /// Writes two chunks of shared bytes in one write: an event whose head (its `id:`, say)
     /// is shared by the streams whose clients have the same versions, and whose body by every
     /// stream that sends that document. The connection holds two references, no copy.
-    public func write(_ head: SharedBytes, then body: SharedBytes) {
-        guard state == .streaming, let raw, let server, head.count + body.count > 0 else { return }
+    @discardableResult
+    public func write(_ head: SharedBytes, then body: SharedBytes) -> Bool {
+        guard state == .streaming, let raw, let server, head.count + body.count > 0 else { return false }
         let buffer = server.scratchBuffer
         if head.count > 0 { head.append(to: buffer, framedAsChunk: framesChunks) }
         if body.count > 0 { body.append(to: buffer, framedAsChunk: framesChunks) }
-        sendChunk(raw, from: buffer)
+        return sendChunk(raw, from: buffer)
     }
 }

@@ -79,18 +79,26 @@ struct HTTPServerTests {
         await server.stop()
     }
 
-    @Test("a streamed answer arrives chunk by chunk, and drained follows each write")
+    @Test("a streamed answer arrives chunk by chunk; a write the socket takes at once says so, any other is followed by drained")
     func streaming() async throws {
-        let drained = Observed(0)
+        // (write's result, drained callbacks so far) for each write
+        let writes = Observed<[(taken: Bool, drained: Int)]>([])
         let server = try await TestServer.start { request, _ in
             request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
             var sent = 0
-            request.onDrained = {
-                drained.update { $0 += 1 }
+            var drained = 0
+            func next() {
+                guard sent < 3 else { return request.endStream() }
+                let taken = request.write(Array("data: \(sent)\n\n".utf8))
                 sent += 1
-                if sent < 3 { request.write(Array("data: \(sent)\n\n".utf8)) } else { request.endStream() }
+                writes.update { $0.append((taken, drained)) }
+                if taken { next() }
             }
-            request.write(Array("data: 0\n\n".utf8))
+            request.onDrained = {
+                drained += 1
+                next()
+            }
+            next()
         }
         let connection = try await TestConnection(port: server.port)
         try await connection.sendRequest("GET", "/events")
@@ -100,7 +108,11 @@ struct HTTPServerTests {
         var chunks: [String] = []
         while let chunk = try await connection.readChunk() { chunks.append(String(decoding: chunk, as: UTF8.self)) }
         #expect(chunks == ["data: 0\n\n", "data: 1\n\n", "data: 2\n\n"])
-        #expect(await drained.wait(timeout: .seconds(5)) { $0 == 3 })
+        let written = writes.value
+        // The first chunk waits behind the head, which evhttp has queued but not written; the
+        // socket takes the others as they are written, and no drained callback follows them.
+        #expect(written.map(\.taken) == [false, true, true])
+        #expect(written.map(\.drained) == [0, 1, 1])
         await server.stop()
     }
 

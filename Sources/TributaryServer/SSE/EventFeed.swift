@@ -11,8 +11,8 @@ import OpenCombine
 /// it is a new one; on `GET /events`, which names the input values each answers, also when
 /// those changed (a search for "swift" that finds what "swi" found is still news: the client
 /// learns that its results are now "swift"'s). Back pressure: after each write it asks for
-/// the next state only once the socket has taken the stream's output (``drained()``), so a
-/// slow reader gets the latest state when it catches up, never a backlog.
+/// the next state only once the socket has taken the stream's output (at once, or later:
+/// ``drained()``), so a slow reader gets the latest state when it catches up, never a backlog.
 ///
 /// A state holding a progressive first document's partial document (``LiveState/pending``)
 /// shows only on a stream that asked for `progressive=true`; others wait for the complete one.
@@ -98,17 +98,20 @@ final class EventFeed: Subscriber {
             sentVersion = snapshot.version
             if patches { sentSnapshot = snapshot }
             sentError = nil
-            awaitingDrain = true
-            stream.send(snapshot, from: base, answering: state.inputs, of: self)
-            return .none
+            return demand(afterWriting: stream.send(snapshot, from: base, answering: state.inputs, of: self))
         }
         if let error = state.error, error != sentError || inputsChanged {
             sentError = error
-            awaitingDrain = true
-            stream.send(error, answering: state.inputs, of: self)
-            return .none
+            return demand(afterWriting: stream.send(error, answering: state.inputs, of: self))
         }
         return .max(1)
+    }
+
+    /// The next state at once when the socket took the write at once (most writes: one
+    /// system call, no loop turn), else once it has (``drained()``).
+    private func demand(afterWriting taken: Bool) -> Subscribers.Demand {
+        awaitingDrain = !taken
+        return taken ? .max(1) : .none
     }
 
     func receive(completion: Subscribers.Completion<Never>) {

@@ -127,30 +127,31 @@ final class EventStream {
     /// Writes `snapshot` of `feed`'s resource, the answer for the view's `inputs` (the feed
     /// already counts it as sent): as a patch from `base`, the document the client has, when
     /// there is one (`updates=patch`) and the patch is smaller than the document, else whole.
-    func send(_ snapshot: Snapshot, from base: Snapshot?, answering inputs: [String: String], of feed: EventFeed) {
+    /// True when the socket took it at once; else the stream's drained callback follows.
+    func send(_ snapshot: Snapshot, from base: Snapshot?, answering inputs: [String: String], of feed: EventFeed) -> Bool {
         // A stream's SERVER span covers the request up to its first document, not its whole life.
         request.span?.end(status: 200)
         switch framing {
         case .single:
             if let base, let patch = frames.patchFrame(from: base, to: snapshot, of: feed.resource, diff: feed.diff) {
-                request.write(patch)
-            } else {
-                request.write(frames.snapshotFrame(snapshot, of: feed.resource))
+                return request.write(patch)
             }
+            return request.write(frames.snapshotFrame(snapshot, of: feed.resource))
         case .multiplexed:
             let id = CompositeEventID.format(feeds.compactMap { feed in feed.sentVersion.map { (resource: feed.resource, version: $0) } })
             let patch = base.flatMap { frames.taggedPatch(from: $0, to: snapshot, of: feed.resource, diff: feed.diff, answering: inputs, id: id) }
             switch patch ?? frames.taggedSnapshot(snapshot, of: feed.resource, answering: inputs, id: id) {
-            case .whole(let event): request.write(event)
-            case .parts(let head, let body): request.write(head, then: body)
+            case .whole(let event): return request.write(event)
+            case .parts(let head, let body): return request.write(head, then: body)
             }
         }
     }
 
-    /// Writes `error` of `feed`'s resource, which failed the refresh for the view's `inputs`.
-    func send(_ error: ResourceError, answering inputs: [String: String], of feed: EventFeed) {
+    /// Writes `error` of `feed`'s resource, which failed the refresh for the view's `inputs`;
+    /// true when the socket took it at once, as for a document.
+    func send(_ error: ResourceError, answering inputs: [String: String], of feed: EventFeed) -> Bool {
         request.span?.end(status: 200)
-        request.write(EventStreamFormat.event("error", data: framing.errorData(error.httpError, of: feed.resource, answering: inputs)))
+        return request.write(EventStreamFormat.event("error", data: framing.errorData(error.httpError, of: feed.resource, answering: inputs)))
     }
 
     // MARK: - Closing
