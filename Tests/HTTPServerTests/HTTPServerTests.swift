@@ -142,7 +142,11 @@ struct SharedBytesTests {
             guard holder.requests.count == 3 else { return }
             let shared = SharedBytes(payload)
             holder.bytes = shared
-            for open in holder.requests { open.write(shared) }
+            for open in holder.requests {
+                // A socket that takes part of it at once: the rest waits as a reference.
+                open.limitSocketSendBuffer(to: 4096)
+                #expect(!open.write(shared), "a 100 KB chunk fitted a 4 KB send buffer")
+            }
             for open in holder.requests {
                 open.onDrained = {
                     open.endStream()
@@ -160,6 +164,31 @@ struct SharedBytesTests {
             #expect(received == payload)
         }
         #expect(await released.wait(timeout: .seconds(5)) { $0 }, "the shared bytes outlived every stream")
+        await server.stop()
+    }
+
+    @Test("an event's shared head and body that the socket takes in part arrive whole, in order, and drained follows")
+    func headAndBodyInPart() async throws {
+        let head = Array("id: 7\n".utf8)
+        let body = Array("data: ".utf8) + Array(repeating: UInt8(ascii: "y"), count: 200_000) + Array("\n\n".utf8)
+        let writes = Observed<[Bool]>([])
+        let server = try await TestServer.start { request, _ in
+            request.startStream(status: 200, headers: [])
+            request.onDrained = {
+                // The head went out first, then the event: both fitted at once or not at all.
+                guard writes.value.count == 1 else { return request.endStream() }
+                request.limitSocketSendBuffer(to: 4096)
+                writes.update { $0.append(request.write(SharedBytes(head), then: SharedBytes(body))) }
+            }
+            writes.update { $0.append(request.write(SharedBytes(head), then: SharedBytes(Array("data: 0\n\n".utf8)))) }
+        }
+        let client = try await TestConnection(port: server.port)
+        try await client.sendRequest("GET", "/events")
+        #expect(try await client.readHead().status == 200)
+        var chunks: [[UInt8]] = []
+        while let chunk = try await client.readChunk() { chunks.append(chunk) }
+        #expect(chunks == [head, Array("data: 0\n\n".utf8), head, body])
+        #expect(writes.value == [false, false], "the first waits behind the head of the answer, the second did not fit")
         await server.stop()
     }
 
