@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,7 +18,8 @@ import (
 // repository's deployment template (deploy/nginx/tributary.conf.template) rendered as the
 // official image renders it, inside a main configuration of the tool's own (as
 // Sources/TributaryTesting/NginxProcess.swift does for the tests): daemon off, one worker,
-// every file it writes in its directory, its access log in access.log there. Stopped by its
+// every file it writes in its directory, its access log in access.log there; or, through
+// RunNginx, on a whole configuration of a tool's own (sse-scale's Nchan peer). Stopped by its
 // PID.
 type Nginx struct {
 	Port   int
@@ -73,8 +76,24 @@ http {
     include "%[4]s";
 }
 `, 2*connections+64, dir, connections, serverPath)
+	return RunNginx(dir, port, main, "/healthz")
+}
+
+// FreePort is a free loopback port (for a configuration that names its own listen address).
+func FreePort() (int, error) { return freePort() }
+
+// RunNginx starts /usr/sbin/nginx on a main configuration of the caller's, `config` (which
+// says daemon off, keeps its pid, error log and temporary files in dir and listens on
+// 127.0.0.1:port), written to dir/nginx.conf with dir as its prefix, and waits (≤ 10 s) until
+// GET readyPath on the port gets an answer. StartNginx runs the deployment template with it;
+// sse-scale runs Nchan with it.
+func RunNginx(dir string, port int, config, readyPath string) (*Nginx, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	os.Chmod(dir, 0o755)
 	mainPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(mainPath, []byte(main), 0o644); err != nil {
+	if err := os.WriteFile(mainPath, []byte(config), 0o644); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command("/usr/sbin/nginx", "-p", dir+"/", "-c", mainPath, "-e", filepath.Join(dir, "error.log"))
@@ -93,20 +112,66 @@ http {
 	for time.Now().Before(deadline) {
 		select {
 		case <-n.exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			return nil, fmt.Errorf("nginx exited at start: %s", log)
+			return nil, fmt.Errorf("nginx exited at start: %s", n.LogTail())
 		default:
 		}
 		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
 			conn.Close()
-			if status(client, fmt.Sprintf("http://127.0.0.1:%d/healthz", port)) != 0 {
+			if status(client, fmt.Sprintf("http://127.0.0.1:%d%s", port, readyPath)) != 0 {
 				return n, nil
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	n.Stop()
-	return nil, fmt.Errorf("nginx did not answer within 10 s")
+	return nil, fmt.Errorf("nginx did not answer within 10 s: %s", n.LogTail())
+}
+
+// PID is the master's process id.
+func (n *Nginx) PID() int { return n.cmd.Process.Pid }
+
+// Alive reports whether the master has not exited yet.
+func (n *Nginx) Alive() bool {
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// WorkerPIDs are the master's children (its worker processes), from /proc, in order: what
+// holds the connections, whose RSS and CPU time a tool reads.
+func (n *Nginx) WorkerPIDs() []int {
+	master := strconv.Itoa(n.cmd.Process.Pid)
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + entry.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		text := string(data)
+		fields := strings.Fields(text[strings.LastIndexByte(text, ')')+1:])
+		if len(fields) > 1 && fields[1] == master { // state, then the parent's pid
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	return pids
+}
+
+// LogTail is the last 2,000 bytes of nginx's error log.
+func (n *Nginx) LogTail() string {
+	data, _ := os.ReadFile(filepath.Join(n.dir, "error.log"))
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // Stop sends SIGTERM to the master (a fast shutdown), then SIGKILL to its process group

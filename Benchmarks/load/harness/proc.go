@@ -13,8 +13,12 @@ import (
 )
 
 // RSSKiB is the service's VmRSS in KiB (-1 if unreadable).
-func (s *Service) RSSKiB() int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.PID))
+func (s *Service) RSSKiB() int { return ProcessRSSKiB(s.PID) }
+
+// ProcessRSSKiB is the VmRSS of process pid in KiB (-1 if unreadable): the service's, or a
+// peer's worker (nginx) that a tool measures the same way.
+func ProcessRSSKiB(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return -1
 	}
@@ -40,8 +44,12 @@ func (s *Service) OpenFiles() int {
 }
 
 // CPUTicks is the service's user + system CPU time in clock ticks (1/100 s; -1 if unreadable).
-func (s *Service) CPUTicks() int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.PID))
+func (s *Service) CPUTicks() int { return ProcessCPUTicks(s.PID) }
+
+// ProcessCPUTicks is the user + system CPU time of process pid (all its threads) in clock
+// ticks (1/100 s; -1 if unreadable).
+func ProcessCPUTicks(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return -1
 	}
@@ -89,11 +97,14 @@ func hexPort(address string) int {
 }
 
 // InvoluntarySwitches is how often the service's threads were preempted (CPU contention).
-func (s *Service) InvoluntarySwitches() int {
+func (s *Service) InvoluntarySwitches() int { return ProcessInvoluntarySwitches(s.PID) }
+
+// ProcessInvoluntarySwitches is how often the threads of process pid were preempted.
+func ProcessInvoluntarySwitches(pid int) int {
 	total := 0
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", s.PID))
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, task := range tasks {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", s.PID, task.Name()))
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
 		if err != nil {
 			continue
 		}

@@ -6,6 +6,8 @@ package main
 // of four medias each, one page, never changing.
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -47,11 +49,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/groups/") && strings.HasSuffix(path, "/metadata"):
 		// harness.GroupList's ids: group-0000, group-0001, …
 		index, _ := strconv.Atoi(strings.TrimPrefix(strings.TrimSuffix(path, "/metadata"), "/groups/group-"))
-		if index < u.changing {
-			w.Write([]byte(harness.GroupMetadata(u.version.Load())))
-		} else {
-			w.Write([]byte(harness.GroupMetadata(0)))
-		}
+		w.Write([]byte(u.metadata(index)))
 	case path == "/topics":
 		w.Write([]byte(`{"result":[{"id":"news","title":"News"},{"id":"films","title":"Films"}]}`))
 	case strings.HasPrefix(path, "/topics/") && strings.HasSuffix(path, "/medias"):
@@ -64,6 +62,57 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// metadata is the answer to GET /groups/group-{index}/metadata: the current version for the
+// changing groups, 0 for the others.
+func (u *upstream) metadata(index int) string {
+	if index < u.changing {
+		return harness.GroupMetadata(u.version.Load())
+	}
+	return harness.GroupMetadata(0)
+}
+
+// document is the /groups snapshot Tributary makes of this upstream's current data: for each
+// listed group, its members followed by those of its metadata's `result` (the list resource's
+// merge), compact, in the list's order. The Nchan peer publishes it, so its subscribers get
+// the document Tributary's get, byte for byte.
+func (u *upstream) document() (string, error) {
+	var list struct {
+		Result []json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(harness.GroupList(u.groups)), &list); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, item := range list.Result {
+		var details struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(u.metadata(i)), &details); err != nil {
+			return "", err
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(bytes.TrimSuffix(item, []byte("}")))
+		b.WriteByte(',')
+		b.Write(bytes.TrimPrefix(details.Result, []byte("{")))
+	}
+	b.WriteByte(']')
+	return b.String(), nil
+}
+
+// patch is the JSON Patch Tributary sends from the previous version to the current one: the
+// changing groups' taskCount replaced, the first group's first (where the load client reads
+// the version).
+func (u *upstream) patch() string {
+	ops := make([]string, u.changing)
+	for i := range ops {
+		ops[i] = fmt.Sprintf(`{"op":"replace","path":"/%d/taskCount","value":%d}`, i, u.version.Load())
+	}
+	return "[" + strings.Join(ops, ",") + "]"
 }
 
 // writeConfig writes a configuration with the groups resource (and with rows, the rows
