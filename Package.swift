@@ -300,9 +300,10 @@ let package = Package(
         ),
         // MARK: - Fuzzing (scripts/fuzz): the checks, a libFuzzer target each, the corpus replayed
 
+        .target(name: "CFuzzerDriver", path: "Tests/Fuzz/CFuzzerDriver"),
         .target(
             name: "FuzzChecks",
-            dependencies: ["Aggregation", "HTTPCore", "HTTPServer", "UpstreamClient", "TributaryServer", "TributaryTesting"],
+            dependencies: ["Aggregation", "CFuzzerDriver", "HTTPCore", "HTTPServer", "UpstreamClient", "TributaryServer", "TributaryTesting"],
             path: "Tests/Fuzz/FuzzChecks",
             swiftSettings: strictSettings
         ),

@@ -1,19 +1,10 @@
 import FuzzChecks
 
-// libFuzzer target: `scripts/fuzz Configuration`. Built with -DFUZZING it has no main (libFuzzer's
-// runs); otherwise its main replays the files or directories given as arguments.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzConfiguration(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
-    FuzzChecks.configuration(UnsafeBufferPointer(start: data, count: size))
-    return 0
-}
-
-#if !FUZZING
+/// libFuzzer target: `scripts/fuzz Configuration`; without libFuzzer linked, it replays the files or
+/// directories given as arguments (FuzzTarget).
 @main
-struct ReplayConfiguration {
+struct FuzzConfiguration {
     static func main() throws {
-        let count = try replay(Array(CommandLine.arguments.dropFirst()), through: FuzzChecks.configuration)
-        print("replayed \(count) inputs")
+        try FuzzTarget.run(FuzzChecks.configuration)
     }
 }
-#endif

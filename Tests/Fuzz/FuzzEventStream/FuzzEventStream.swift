@@ -1,19 +1,10 @@
 import FuzzChecks
 
-// libFuzzer target: `scripts/fuzz EventStream`. Built with -DFUZZING it has no main (libFuzzer's
-// runs); otherwise its main replays the files or directories given as arguments.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzEventStream(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
-    FuzzChecks.eventStream(UnsafeBufferPointer(start: data, count: size))
-    return 0
-}
-
-#if !FUZZING
+/// libFuzzer target: `scripts/fuzz EventStream`; without libFuzzer linked, it replays the files or
+/// directories given as arguments (FuzzTarget).
 @main
-struct ReplayEventStream {
+struct FuzzEventStream {
     static func main() throws {
-        let count = try replay(Array(CommandLine.arguments.dropFirst()), through: FuzzChecks.eventStream)
-        print("replayed \(count) inputs")
+        try FuzzTarget.run(FuzzChecks.eventStream)
     }
 }
-#endif

@@ -1,19 +1,10 @@
 import FuzzChecks
 
-// libFuzzer target: `scripts/fuzz StreamControl`. Built with -DFUZZING it has no main (libFuzzer's
-// runs); otherwise its main replays the files or directories given as arguments.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzStreamControl(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
-    FuzzChecks.streamControl(UnsafeBufferPointer(start: data, count: size))
-    return 0
-}
-
-#if !FUZZING
+/// libFuzzer target: `scripts/fuzz StreamControl`; without libFuzzer linked, it replays the files or
+/// directories given as arguments (FuzzTarget).
 @main
-struct ReplayStreamControl {
+struct FuzzStreamControl {
     static func main() throws {
-        let count = try replay(Array(CommandLine.arguments.dropFirst()), through: FuzzChecks.streamControl)
-        print("replayed \(count) inputs")
+        try FuzzTarget.run(FuzzChecks.streamControl)
     }
 }
-#endif
