@@ -5,10 +5,14 @@
 #   Benchmarks/sse-scale.sh                      (from anywhere; ~1 min on a quiet machine)
 #   Benchmarks/sse-scale.sh -runs 5 -updates 10 -subscribers 10000 -groups 10 [-workers 2]
 #   Benchmarks/sse-scale.sh -peers tributary,nchan -updates-as snapshot,patch -changing 1 [-subscribers 18000]
+#   Benchmarks/sse-scale.sh -peers tributary,nchan,floor -workers 2 -subscribers 9900 -changing 1 -updates-as patch
 #
 # -peers tributary,nchan measures Debian's nginx with the Nchan module beside Tributary, with the
 # same load client and payloads (it installs nginx-light and libnginx-mod-nchan first if missing,
-# through scripts/require-packages: as root, or it prints the command and fails).
+# through scripts/require-packages: as root, or it prints the command and fails). -peers …,floor
+# adds the machine's floor: the tool serves the same events itself, one write(2) per subscriber
+# from -workers threads of its own (any subset of the three peers). The floor holds both ends
+# of every connection in the tool: (ulimit -Hn − 100) / 2 subscribers at most, 9,950 here.
 #
 # Before each run it waits (QUIET_WAIT=600 s at most) until the machine is at most QUIET_MAX=15%
 # busy, like ../shared/bench; each update's row also shows the CPU other processes used.

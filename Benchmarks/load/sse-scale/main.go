@@ -29,18 +29,23 @@
 // publishes to one Nchan channel the document (or patch) Tributary's subscribers get, and its
 // subscribers follow it as EventSource. Besides arrival − t0, each update's FAN-OUT (arrival
 // − the first subscriber's arrival) is reported, which leaves out Tributary's refresh (its
-// upstream calls) and Nchan's publish; the summary sets the two peers side by side.
+// upstream calls) and Nchan's publish; the summary sets the peers side by side.
+//
+// With -peers …,floor each run (and mode) is also made against the floor (floor.go): this
+// process serves the same events itself, from -workers threads of its own making one write(2)
+// per subscriber each, the least work any server could do: the machine's floor.
 //
 // The main goroutine, which the harness keeps on the main thread, starts the service (and
-// nginx) and runs the epoll loop.
+// nginx) and runs the epoll loop; the floor's goroutines never run on that thread.
 //
-//	sse-scale -bin .build/release/tributary [-subscribers 10000] [-runs 3] [-updates 5] [-groups 10] [-resources groups,rows [-events]] [-peers tributary,nchan]
+//	sse-scale -bin .build/release/tributary [-subscribers 10000] [-runs 3] [-updates 5] [-groups 10] [-resources groups,rows [-events]] [-peers tributary,nchan,floor]
 package main
 
 import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"os/exec"
 	"sort"
@@ -61,8 +66,9 @@ type roundResult struct {
 	otherCPUMS                int // CPU time of everything else on the machine during the update
 	eventsPerWait             float64
 	fullBatches               int
-	rssKB                     int // service RSS after the update reached everyone
-	events                    int // snapshot and patch events the subscribers got during the update
+	rssKB                     int          // service RSS after the update reached everyone (-1: n/a, the floor)
+	events                    int          // snapshot and patch events the subscribers got during the update
+	writes                    *writeCounts // the floor's writes not taken whole at once (nil: other peers)
 
 	// The fan-out: each subscriber's arrival − the first subscriber's, over the subscribers.
 	fanP50, fanP99, fanMax time.Duration
@@ -96,8 +102,8 @@ func main() {
 	updatesAs := flag.String("updates-as", "snapshot", "what subscribers ask for: snapshot, patch (?updates=patch), or snapshot,patch (each run twice, compared)")
 	changing := flag.Int("changing", 0, "groups an update changes, the first ones (default: all)")
 	fields := flag.String("fields", "", "also run with subscribers asking for these fields only (?fields=…, e.g. id,name: an update changes none of them)")
-	flag.StringVar(&profileCommand, "profile", "", "a command run during the updates of each run, stopped with SIGINT; {pid} is the service's pid (Nchan: nginx's first worker), {run} the run, e.g. 'perf record -g -p {pid} -o /tmp/sse-{run}.data'")
-	peersFlag := flag.String("peers", "tributary", "what is measured, each run: tributary, nchan (Debian's nginx with libnginx-mod-nchan), or tributary,nchan (side by side)")
+	flag.StringVar(&profileCommand, "profile", "", "a command run during the updates of each run, stopped with SIGINT; {pid} is the service's pid (Nchan: nginx's first worker; the floor: this process, load client included), {run} the run, e.g. 'perf record -g -p {pid} -o /tmp/sse-{run}.data'")
+	peersFlag := flag.String("peers", "tributary", "what is measured, each run, side by side: any of tributary, nchan (Debian's nginx with libnginx-mod-nchan) and floor (this process writing each event once per subscriber from -workers threads), e.g. tributary,nchan,floor")
 	nchanModuleFlag := flag.String("nchan-module", "", "Nchan's nginx module (default: found with dpkg -L libnginx-mod-nchan)")
 	flag.Parse()
 	if *bin == "" {
@@ -127,7 +133,20 @@ func main() {
 		_, _, err = nchanLimits(*workers, *subscribers)
 		harness.Check(err)
 	}
-	harness.Check(harness.RaiseFileLimit(*subscribers*shape.connectionsPerClient() + 100))
+	files := *subscribers*shape.connectionsPerClient() + 100
+	if contains(peers, "floor") {
+		if len(shape.resources) > 1 || *events || *fields != "" {
+			harness.Check(fmt.Errorf("-peers floor: the floor serves /groups' document only: not with -resources groups,rows, -events or -fields"))
+		}
+		// The floor holds the server's end of every connection in this process too.
+		files = 2**subscribers + 100
+		var limit syscall.Rlimit
+		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit) == nil && int(limit.Max) < files {
+			harness.Check(fmt.Errorf("-peers floor: this process holds both ends of each subscriber's connection (2 files each, + 100): the hard open-file limit %d allows at most %d subscribers",
+				limit.Max, (int(limit.Max)-100)/2))
+		}
+	}
+	harness.Check(harness.RaiseFileLimit(files))
 
 	work, err := harness.NewWorkspace("sse-scale", *keep)
 	harness.Check(err)
@@ -160,6 +179,12 @@ func main() {
 						work.Check(err)
 						fmt.Printf("run %d (%s): nginx pid %d, workers %v on 127.0.0.1:%d\n", run, name, n.nginx.PID(), n.workers, n.port())
 						p = n
+					} else if peerName == "floor" {
+						f, err := startFloor(up, *workers, shape.patch)
+						work.Check(err)
+						work.OnClose(f.stop)
+						fmt.Printf("run %d (%s): the floor in this process (pid %d) on 127.0.0.1:%d, %d writer thread(s)\n", run, name, os.Getpid(), f.port(), *workers)
+						p = f
 					} else {
 						service, err := work.StartService(*bin, config, fmt.Sprintf("service-%d-%s.log", run, strings.ReplaceAll(name, ",", "-")), *workers)
 						work.Check(err)
@@ -204,19 +229,20 @@ func main() {
 	if len(modes) == 2 && contains(peers, "tributary") {
 		printComparison(results[modes[0]], results[modes[1]])
 	}
-	if len(peers) == 2 {
+	if len(peers) >= 2 {
 		for _, mode := range modes {
-			printPeerComparison(mode, results[mode], results["nchan "+mode])
+			printPeerComparison(mode, peers, results)
 		}
 	}
 	work.Close()
 }
 
 // resultName is what a peer's runs in one mode are reported and summed under: the mode (and
-// projection) for Tributary, as without peers, "nchan MODE" for Nchan.
+// projection) for Tributary, as without peers, "nchan MODE" for Nchan, "floor MODE" for the
+// floor.
 func resultName(peerName, mode string, shape layout) string {
-	if peerName == "nchan" {
-		return "nchan " + mode
+	if peerName != "tributary" {
+		return peerName + " " + mode
 	}
 	return mode + shape.fieldsSuffix()
 }
@@ -341,7 +367,7 @@ func measure(p peer, up *upstream, shape layout, count, updates, connecting int)
 	}
 	c.Run(time.Now().Add(2*time.Second), func() bool { return false }) // settle, still reading
 	result.rssAfter = p.rssKiB()
-	result.perSubscriber = float64(result.rssAfter-result.rssBefore) * 1024 / float64(count)
+	result.perSubscriber = perSubscriber(result.rssBefore, result.rssAfter, count)
 
 	stopProfile := startProfile(p.profilePID())
 	defer stopProfile()
@@ -355,6 +381,14 @@ func measure(p peer, up *upstream, shape layout, count, updates, connecting int)
 		callsBefore := up.calls.Load()
 		cpuBefore := p.cpuTicks()
 		preemptedBefore := p.preempted()
+		// The floor's threads are this process's: their CPU time, read per thread, is the
+		// server's, and comes out of the load client's.
+		inProcess, isInProcess := p.(inProcessPeer)
+		var threadsBefore time.Duration
+		var writesBefore writeCounts
+		if isInProcess {
+			threadsBefore, writesBefore = inProcess.threadCPU(), inProcess.writeCounts()
+		}
 		machineBefore := harness.MachineBusyTicks()
 		clientBefore := selfCPU()
 		sent := time.Now()
@@ -380,9 +414,15 @@ func measure(p peer, up *upstream, shape layout, count, updates, connecting int)
 		events := c.Updates - updatesBefore
 		waits, waitEvents, fullBatches := c.Waits, c.WaitEvents, c.FullBatches
 		cpuAfter := p.cpuTicks()
-		clientCPU := selfCPU() - clientBefore
+		serverMS := (cpuAfter - cpuBefore) * 10
+		var threadsSpent time.Duration
+		if isInProcess {
+			threadsSpent = inProcess.threadCPU() - threadsBefore
+			serverMS = int((threadsSpent + time.Millisecond/2) / time.Millisecond)
+		}
+		clientCPU := selfCPU() - clientBefore - threadsSpent
 		preempted := p.preempted() - preemptedBefore
-		otherMS := (harness.MachineBusyTicks()-machineBefore)*10 - (cpuAfter-cpuBefore)*10 - int(clientCPU/time.Millisecond)
+		otherMS := (harness.MachineBusyTicks()-machineBefore)*10 - serverMS - int(clientCPU/time.Millisecond)
 		ack := <-ackCh
 		if ack < 0 {
 			return result, fmt.Errorf("the update's request failed: %s", updateFailure)
@@ -412,7 +452,7 @@ func measure(p peer, up *upstream, shape layout, count, updates, connecting int)
 		}
 		sort.Strings(kindNames)
 		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-		r := roundResult{ack: ack, missed: missed, cpuMS: (cpuAfter - cpuBefore) * 10, clientCPUMS: int(clientCPU / time.Millisecond), preempted: preempted, otherCPUMS: otherMS,
+		r := roundResult{ack: ack, missed: missed, cpuMS: serverMS, clientCPUMS: int(clientCPU / time.Millisecond), preempted: preempted, otherCPUMS: otherMS,
 			eventsPerWait: float64(waitEvents) / float64(max1(waits)), fullBatches: fullBatches,
 			eventBytes: int(medianFloat(sizes)), eventKinds: strings.Join(kindNames, ", "), events: events}
 		if len(latencies) > 0 {
@@ -422,14 +462,35 @@ func measure(p peer, up *upstream, shape layout, count, updates, connecting int)
 			r.max = latencies[len(latencies)-1]
 			r.fanP50, r.fanP99, r.fanMax = fanOut(latencies)
 		}
+		if isInProcess {
+			writes := inProcess.writeCounts().minus(writesBefore)
+			r.writes = &writes
+		}
 		c.Run(time.Now().Add(time.Second), func() bool { return false })
 		r.rssKB = p.rssKiB()
 		result.rounds = append(result.rounds, r)
 	}
 	result.rssAfterUpdates = p.rssKiB()
-	result.perSubscriberUpdated = float64(result.rssAfterUpdates-result.rssBefore) * 1024 / float64(count)
+	result.perSubscriberUpdated = perSubscriber(result.rssBefore, result.rssAfterUpdates, count)
 	result.lost = c.Lost
 	return result, p.check()
+}
+
+// perSubscriber is the RSS one subscriber added, in bytes; NaN (n/a) when the peer has no RSS
+// of its own (the floor, whose process is the load client's).
+func perSubscriber(beforeKiB, afterKiB, count int) float64 {
+	if beforeKiB < 0 || afterKiB < 0 {
+		return math.NaN()
+	}
+	return float64(afterKiB-beforeKiB) * 1024 / float64(count)
+}
+
+// orNA formats value, or gives "n/a" when it is NaN or negative (a figure the peer has not).
+func orNA(format string, value float64) string {
+	if math.IsNaN(value) || value < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, value)
 }
 
 // fanOut is the spread of one update over the subscribers that got it: p50, p99 and max of
@@ -490,20 +551,35 @@ func firstFailure(c *harness.SSEClients) string {
 	return ""
 }
 
-// printRun is one run's table; the service is the peer's process (Tributary) or its workers
-// (nginx with Nchan), and "answered" its answer to the update's request (the reload's 202,
-// the publish's 201).
+// printRun is one run's table; the service is the peer's process (Tributary), its workers
+// (nginx with Nchan) or its writer threads (the floor), and "answered" its answer to the
+// update's request (the reload's 202, the publish's 201, the floor's writers all done).
 func printRun(run int, name string, r runResult, connectionsPerClient int) {
-	fmt.Printf("\nrun %d (%s): RSS %d KiB before, %d KiB with subscribers (%.0f B each), %d KiB after the updates (%.0f B each, %.0f B per connection); connected in %.1f s; %d lost\n",
-		run, name, r.rssBefore, r.rssAfter, r.perSubscriber, r.rssAfterUpdates, r.perSubscriberUpdated,
-		r.perSubscriberUpdated/float64(connectionsPerClient), r.connectTime.Seconds(), r.lost)
+	if r.rssBefore < 0 {
+		fmt.Printf("\nrun %d (%s): RSS n/a (the floor shares this process with the load client); connected in %.1f s; %d lost\n",
+			run, name, r.connectTime.Seconds(), r.lost)
+	} else {
+		fmt.Printf("\nrun %d (%s): RSS %d KiB before, %d KiB with subscribers (%.0f B each), %d KiB after the updates (%.0f B each, %.0f B per connection); connected in %.1f s; %d lost\n",
+			run, name, r.rssBefore, r.rssAfter, r.perSubscriber, r.rssAfterUpdates, r.perSubscriberUpdated,
+			r.perSubscriberUpdated/float64(connectionsPerClient), r.connectTime.Seconds(), r.lost)
+	}
 	fmt.Println("| update | event | events | event bytes | first ms | p50 ms | p99 ms | max ms | fan-out p50 ms | fan-out p99 ms | fan-out max ms | answered ms | missed | service CPU ms | preempted | client CPU ms | client events/wait (full batches) | other CPU ms | service RSS KiB after |")
 	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, round := range r.rounds {
-		fmt.Printf("| %d | %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d | %.1f (%d) | %d | %d |\n", i+1, round.eventKinds, round.events, round.eventBytes,
+		fmt.Printf("| %d | %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %d | %.1f (%d) | %d | %s |\n", i+1, round.eventKinds, round.events, round.eventBytes,
 			harness.Milliseconds(round.first), harness.Milliseconds(round.p50), harness.Milliseconds(round.p99), harness.Milliseconds(round.max),
 			harness.Milliseconds(round.fanP50), harness.Milliseconds(round.fanP99), harness.Milliseconds(round.fanMax),
-			harness.Milliseconds(round.ack), round.missed, round.cpuMS, round.preempted, round.clientCPUMS, round.eventsPerWait, round.fullBatches, round.otherCPUMS, round.rssKB)
+			harness.Milliseconds(round.ack), round.missed, round.cpuMS, round.preempted, round.clientCPUMS, round.eventsPerWait, round.fullBatches, round.otherCPUMS,
+			orNA("%.0f", float64(round.rssKB)))
+	}
+	var writes []string
+	for i, round := range r.rounds {
+		if w := round.writes; w != nil {
+			writes = append(writes, fmt.Sprintf("%d: %d/%d/%d/%d/%d", i+1, w.short, w.again, w.retried, w.failed, w.unfinished))
+		}
+	}
+	if len(writes) > 0 {
+		fmt.Printf("floor writes not taken whole at once, per update (short / EAGAIN / retried / failed / unfinished): %s\n", strings.Join(writes, ", "))
 	}
 }
 
@@ -522,13 +598,16 @@ func medianFloat(values []float64) float64 {
 func printSummary(name string, results []runResult, count, workers int, paths []string) {
 	var perSub, perSubUpdated, before, after, afterUpdates, first, p50, p99, max, cpu, clientCPU, preempted, other []float64
 	var fanP50, fanP99, fanMax []float64
-	// goal is a row's goal and met cells: Tributary's goals, left blank for Nchan's runs.
+	// goal is a row's goal and met cells: Tributary's goals, left blank for Nchan's and the
+	// floor's runs.
 	goal := func(text string, met bool) string {
-		if strings.HasPrefix(name, "nchan") {
+		if strings.HasPrefix(name, "nchan") || strings.HasPrefix(name, "floor") {
 			return " |"
 		}
 		return text + " | " + harness.Yes(met)
 	}
+	var writes writeCounts
+	hasWrites := false
 	missed := 0
 	for _, r := range results {
 		perSub = append(perSub, r.perSubscriber)
@@ -549,18 +628,23 @@ func printSummary(name string, results []runResult, count, workers int, paths []
 			preempted = append(preempted, float64(round.preempted))
 			other = append(other, float64(round.otherCPUMS))
 			missed += round.missed
+			if round.writes != nil {
+				writes.add(*round.writes)
+				hasWrites = true
+			}
 		}
 	}
 	fmt.Printf("\nsummary (%s): medians over %d runs (RSS) and %d updates (latency), %d subscribers each on %s (%d connections) on %d worker(s)\n",
 		name, len(results), len(p99), count, strings.Join(paths, " + "), count*len(paths), workers)
 	fmt.Println("| measure | median | goal | met |")
 	fmt.Println("|---|---:|---:|---|")
-	fmt.Printf("| RSS before subscribers | %.1f MiB | | |\n", medianFloat(before)/1024)
-	fmt.Printf("| RSS with subscribers | %.1f MiB | | |\n", medianFloat(after)/1024)
-	fmt.Printf("| RSS after the updates | %.1f MiB | | |\n", medianFloat(afterUpdates)/1024)
-	fmt.Printf("| RSS per subscriber, connected | %.0f B | | |\n", medianFloat(perSub))
+	// RSS is n/a for the floor (-1 KiB, NaN per subscriber): its process is the load client's.
+	fmt.Printf("| RSS before subscribers | %s | | |\n", orNA("%.1f MiB", medianFloat(before)/1024))
+	fmt.Printf("| RSS with subscribers | %s | | |\n", orNA("%.1f MiB", medianFloat(after)/1024))
+	fmt.Printf("| RSS after the updates | %s | | |\n", orNA("%.1f MiB", medianFloat(afterUpdates)/1024))
+	fmt.Printf("| RSS per subscriber, connected | %s | | |\n", orNA("%.0f B", medianFloat(perSub)))
 	perSubMedian := medianFloat(perSubUpdated)
-	fmt.Printf("| RSS per subscriber, after updates (fan-out high-water included) | %.0f B | %s |\n", perSubMedian, goal("≤ 8192 B", perSubMedian <= 8192))
+	fmt.Printf("| RSS per subscriber, after updates (fan-out high-water included) | %s | %s |\n", orNA("%.0f B", perSubMedian), goal("≤ 8192 B", perSubMedian <= 8192))
 	fmt.Printf("| update: first subscriber | %.1f ms | | |\n", medianFloat(first))
 	fmt.Printf("| update: p50 | %.1f ms | | |\n", medianFloat(p50))
 	p99Median := medianFloat(p99)
@@ -576,6 +660,10 @@ func printSummary(name string, results []runResult, count, workers int, paths []
 	fmt.Printf("| service preempted per update (involuntary switches) | %.0f | | |\n", medianFloat(preempted))
 	fmt.Printf("| other CPU on the machine per update (noise) | %.0f ms | | |\n", medianFloat(other))
 	fmt.Printf("| subscribers missing an update | %d | %s |\n", missed, goal("0", missed == 0))
+	if hasWrites {
+		fmt.Printf("| floor: writes short / EAGAIN / retried / failed / unfinished, all updates | %d / %d / %d / %d / %d | | |\n",
+			writes.short, writes.again, writes.retried, writes.failed, writes.unfinished)
+	}
 	// The machine is shared: updates during which other processes used the CPU are slower
 	// for reasons outside the service. The same medians over the quiet updates only:
 	var quietP50, quietP99, quietMax []float64
@@ -659,9 +747,15 @@ func printComparison(snapshots, patches []runResult) {
 	fmt.Printf("| service CPU per update | %.0f ms | %.0f ms | %.2f | not worse | %s |\n", sCPU, pCPU, pCPU/sCPU, harness.Yes(pCPU <= sCPU))
 }
 
-// printPeerComparison sets Tributary's and Nchan's runs of one mode side by side: the same
-// subscribers, client and payloads (the event sizes say whether the payloads matched).
-func printPeerComparison(mode string, tributary, nchan []runResult) {
+// peerTitles are the peers' names in the comparison's columns.
+var peerTitles = map[string]string{"tributary": "Tributary", "nchan": "Nchan", "floor": "Floor"}
+
+// printPeerComparison sets the peers' runs of one mode side by side (Tributary, Nchan, the
+// floor: those measured, in that order): the same subscribers, client and payloads (the event
+// sizes say whether the payloads matched). The ratio columns are Tributary / Nchan, then each
+// peer / Floor: the floor is the least any server could do, so X / Floor is how far X is
+// from the machine's bound.
+func printPeerComparison(mode string, peers []string, results map[string][]runResult) {
 	type row struct {
 		measure, unit string
 		pick          func(r runResult, round roundResult) float64
@@ -677,7 +771,7 @@ func printPeerComparison(mode string, tributary, nchan []runResult) {
 		{"fan-out: p50", "ms", func(_ runResult, u roundResult) float64 { return ms(u.fanP50) }, false},
 		{"fan-out: p99", "ms", func(_ runResult, u roundResult) float64 { return ms(u.fanP99) }, false},
 		{"fan-out: max", "ms", func(_ runResult, u roundResult) float64 { return ms(u.fanMax) }, false},
-		{"service CPU per update (Nchan: nginx workers)", "ms", func(_ runResult, u roundResult) float64 { return float64(u.cpuMS) }, false},
+		{"service CPU per update (Nchan: nginx workers; Floor: its writer threads)", "ms", func(_ runResult, u roundResult) float64 { return float64(u.cpuMS) }, false},
 	}
 	median := func(results []runResult, r row) float64 {
 		var values []float64
@@ -692,28 +786,68 @@ func printPeerComparison(mode string, tributary, nchan []runResult) {
 		}
 		return medianFloat(values)
 	}
-	fmt.Printf("\nTributary against Nchan, %s updates (medians over runs for RSS, over runs x updates for the rest)\n", mode)
-	fmt.Println("| measure | Tributary | Nchan | Tributary / Nchan |")
-	fmt.Println("|---|---:|---:|---:|")
-	for _, r := range rows {
-		t, n := median(tributary, r), median(nchan, r)
-		format := "| %s | %.1f %s | %.1f %s | %s |\n"
-		if r.unit == "B" {
-			format = "| %s | %.0f %s | %.0f %s | %s |\n"
-		}
-		ratio := "" // CPU is counted in 10 ms ticks: a small run's may be 0
-		if n > 0 {
-			ratio = fmt.Sprintf("%.2f", t/n)
-		}
-		fmt.Printf(format, r.measure, t, r.unit, n, r.unit, ratio)
+	name := func(peer string) string { return resultName(peer, mode, layout{}) }
+	type ratio struct{ over, under string }
+	var ratios []ratio
+	if contains(peers, "tributary") && contains(peers, "nchan") {
+		ratios = append(ratios, ratio{"tributary", "nchan"})
 	}
-	fmt.Printf("| subscribers missing an update | %d | %d | |\n", missedUpdates(tributary), missedUpdates(nchan))
-	tBytes := median(tributary, rows[2])
-	nBytes := median(nchan, rows[2])
+	if contains(peers, "floor") {
+		for _, peer := range peers {
+			if peer != "floor" {
+				ratios = append(ratios, ratio{peer, "floor"})
+			}
+		}
+	}
+	var titles []string
+	for _, peer := range peers {
+		titles = append(titles, peerTitles[peer])
+	}
+	header := "| measure | " + strings.Join(titles, " | ") + " |"
+	rule := "|---|" + strings.Repeat("---:|", len(peers))
+	for _, q := range ratios {
+		header += " " + peerTitles[q.over] + " / " + peerTitles[q.under] + " |"
+		rule += "---:|"
+	}
+	fmt.Printf("\n%s against %s, %s updates (medians over runs for RSS, over runs x updates for the rest)\n", titles[0], strings.Join(titles[1:], " and "), mode)
+	fmt.Println(header)
+	fmt.Println(rule)
+	for _, r := range rows {
+		format := "%.1f " + r.unit
+		if r.unit == "B" {
+			format = "%.0f " + r.unit
+		}
+		values := map[string]float64{}
+		line := "| " + r.measure + " |"
+		for _, peer := range peers {
+			values[peer] = median(results[name(peer)], r)
+			line += " " + orNA(format, values[peer]) + " |"
+		}
+		for _, q := range ratios {
+			// Blank when either is n/a (the floor's RSS) or the divisor is 0 (CPU is counted
+			// in 10 ms ticks for processes: a small run's may be 0).
+			cell := ""
+			if over, under := values[q.over], values[q.under]; under > 0 && !math.IsNaN(over) && !math.IsNaN(under) {
+				cell = fmt.Sprintf("%.2f", over/under)
+			}
+			line += " " + cell + " |"
+		}
+		fmt.Println(line)
+	}
+	line := "| subscribers missing an update |"
+	for _, peer := range peers {
+		line += fmt.Sprintf(" %d |", missedUpdates(results[name(peer)]))
+	}
+	fmt.Println(line + strings.Repeat(" |", len(ratios)))
 	// The data lines are the same bytes; the id lines differ (Nchan's "1795943795:0" against
-	// Tributary's 16 hex digits): 3-4 bytes, 4% of a one-replace patch's event.
-	if tBytes > 0 && (nBytes/tBytes > 1.05 || nBytes/tBytes < 0.95) {
-		fmt.Printf("WARNING: the event sizes differ by %.0f%%: the peers did not carry the same payload\n", 100*(nBytes/tBytes-1))
+	// the 16 hex digits of Tributary and the floor): 3-4 bytes, 4% of a one-replace patch's event.
+	first := median(results[name(peers[0])], rows[2])
+	for _, peer := range peers[1:] {
+		bytes := median(results[name(peer)], rows[2])
+		if first > 0 && (bytes/first > 1.05 || bytes/first < 0.95) {
+			fmt.Printf("WARNING: the event sizes of %s and %s differ by %.0f%%: the peers did not carry the same payload\n",
+				peerTitles[peers[0]], peerTitles[peer], 100*(bytes/first-1))
+		}
 	}
 }
 

@@ -1,9 +1,11 @@
 package main
 
 // The peers one run of the tool measures with the same load client: Tributary (`tributary
-// serve` refreshing /groups from this tool's upstream) and, with -peers …,nchan, Debian's
+// serve` refreshing /groups from this tool's upstream); with -peers …,nchan, Debian's
 // nginx with the Nchan module (libnginx-mod-nchan), to which the tool publishes the same
-// document (or patch) itself. Each peer is started fresh for a run and stopped by its PID.
+// document (or patch) itself; with -peers …,floor, the floor (floor.go): this process's own
+// threads writing the same events, one write(2) per subscriber. Each peer is started fresh
+// for a run; the processes are stopped by their PIDs.
 
 import (
 	"bytes"
@@ -38,15 +40,15 @@ type peer interface {
 }
 
 // peerNames are -peers' names, in the order they run within a run.
-var peerNames = []string{"tributary", "nchan"}
+var peerNames = []string{"tributary", "nchan", "floor"}
 
 func parsePeers(list string) ([]string, error) {
 	var peers []string
 	seen := map[string]bool{}
 	for _, name := range strings.Split(list, ",") {
-		known := name == "tributary" || name == "nchan"
+		known := name == "tributary" || name == "nchan" || name == "floor"
 		if !known || seen[name] {
-			return nil, fmt.Errorf("-peers: tributary, nchan or tributary,nchan (found %q)", list)
+			return nil, fmt.Errorf("-peers: one or more of tributary, nchan and floor, each once, e.g. tributary,nchan,floor (found %q)", list)
 		}
 		seen[name] = true
 	}
