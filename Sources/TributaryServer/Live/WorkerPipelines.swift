@@ -6,9 +6,15 @@ import Rivers
 
 /// One worker's followers of the process's shared live pipelines (``LivePipelines``): one per
 /// ``SharingKey`` it has streams of, shared by those streams (and one projection of it per
-/// `fields` they asked for). On the home loop a follower is
-/// the pipeline itself; elsewhere a bridge to it (``RemoteLiveResource``), so a state crosses
-/// to a worker once, however many of its streams show it. Loop-confined.
+/// `fields` they asked for). A follower is a bridge to the pipeline (``RemoteLiveResource``),
+/// so a state crosses to a worker once, however many of its streams show it.
+///
+/// The pipeline's home loop follows it through a bridge too, like every other worker. A new
+/// state then reaches each worker as a job on its loop, all of them queued before any fans
+/// out, and the workers write to their streams side by side. When the home's streams were
+/// the pipeline's own subscribers, the home wrote to every one of them before it reached the
+/// bridge that starts the other worker (wherever that bridge sat among them): two workers
+/// fanned out one after the other, at one worker's pace. Loop-confined.
 final class WorkerPipelines {
     private let loop: EventLoop
     private let registry: LivePipelines
@@ -80,9 +86,8 @@ final class WorkerPipelines {
         }
         // A follower of the key for an older definition (a reload changed the resource) is
         // replaced here; its streams keep it, and it lets go of its pipeline with their last.
-        let source: any LiveSource = pipeline.home === loop
-            ? pipeline.liveSource
-            : RemoteLiveResource(name: key.resource, ownerLoop: pipeline.home, source: { pipeline.liveSource }, loop: loop)
+        // A bridge on the pipeline's home loop too: see the type's comment.
+        let source = RemoteLiveResource(name: key.resource, ownerLoop: pipeline.home, source: { pipeline.liveSource }, loop: loop)
         let follower = Follower(pipeline: pipeline, source: source)
         follower.streams = 1
         followers[key] = follower
