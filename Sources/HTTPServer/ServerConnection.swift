@@ -179,8 +179,9 @@ final class ServerConnection {
     /// Writes the output to the socket now, as the bufferevent's own write callback would, and
     /// says whether the socket took all of it. A socket bufferevent keeps its output's front
     /// frozen (no one but it removes bytes) except while it writes (bufferevent_sock.c); it
-    /// is thawed for this write the same way, then frozen again. Without that, every write
-    /// after the bufferevent's first one failed, and went the slow way.
+    /// is thawed for this write the same way, then frozen again. Without that, once the
+    /// bufferevent's own write callback had run on a connection, every later write here failed
+    /// and went the slow way.
     private func writeOutputNow() -> Bool {
         let output = bufferevent_get_output(bufferEvent)
         let socket = bufferevent_getfd(bufferEvent)

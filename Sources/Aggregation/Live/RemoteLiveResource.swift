@@ -3,7 +3,9 @@ public import OpenCombine
 import Rivers
 import Synchronization
 
-/// A live resource whose pipeline runs on another worker's loop, seen from this worker.
+/// A live resource whose pipeline runs on a worker's loop, seen from this worker's: another
+/// worker's, or its own (a state then reaches this worker's streams in a later turn of its
+/// loop, as it reaches every other worker's: TributaryServer's `WorkerPipelines` says why).
 ///
 /// ```
 /// owner loop:  LiveResource.states (shareLatest) ──┬─▶ owner's own streams

@@ -11,10 +11,10 @@ import Rivers
 ///
 /// The pipeline's home loop follows it through a bridge too, like every other worker. A new
 /// state then reaches each worker as a job on its loop, all of them queued before any fans
-/// out, and the workers write to their streams side by side. When the home's streams were
-/// the pipeline's own subscribers, the home wrote to every one of them before it reached the
-/// bridge that starts the other worker (wherever that bridge sat among them): two workers
-/// fanned out one after the other, at one worker's pace. Loop-confined.
+/// out, and the workers write to their streams side by side. Were the home's streams the
+/// pipeline's own subscribers, the home would write to every one of them before reaching the
+/// bridge that starts another worker (wherever that bridge sits among them): the workers would
+/// fan out one after the other, at one worker's pace. Loop-confined.
 final class WorkerPipelines {
     private let loop: EventLoop
     private let registry: LivePipelines
