@@ -443,13 +443,9 @@ func (f *floorPeer) prune() {
 // just before it. The request "answers" when every writer is done.
 func (f *floorPeer) update(version int64) func() error {
 	f.settle()
-	document, err := f.up.document()
+	kind, body, document, err := f.up.event(f.patch)
 	if err != nil {
 		return func() error { return err }
-	}
-	kind, body := "snapshot", document
-	if patch := f.up.patch(); f.patch && len(patch) < len(document) {
-		kind, body = "patch", patch
 	}
 	frame := floorFrame(kind, version, body)
 	first := floorFrame("snapshot", version, document)

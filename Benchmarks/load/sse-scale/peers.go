@@ -251,26 +251,15 @@ func (n *nchanPeer) stop()                       { n.nginx.Stop() }
 // profilePID is the first worker: with one worker (the default), the process that serves.
 func (n *nchanPeer) profilePID() int { return n.workers[0] }
 
-func (n *nchanPeer) rssKiB() int {
-	total := 0
-	for _, pid := range n.workers {
-		total += harness.ProcessRSSKiB(pid)
-	}
-	return total
-}
+func (n *nchanPeer) rssKiB() int    { return n.overWorkers(harness.ProcessRSSKiB) }
+func (n *nchanPeer) cpuTicks() int  { return n.overWorkers(harness.ProcessCPUTicks) }
+func (n *nchanPeer) preempted() int { return n.overWorkers(harness.ProcessInvoluntarySwitches) }
 
-func (n *nchanPeer) cpuTicks() int {
+// overWorkers sums one figure of each worker process: the workers hold the subscribers.
+func (n *nchanPeer) overWorkers(figure func(pid int) int) int {
 	total := 0
 	for _, pid := range n.workers {
-		total += harness.ProcessCPUTicks(pid)
-	}
-	return total
-}
-
-func (n *nchanPeer) preempted() int {
-	total := 0
-	for _, pid := range n.workers {
-		total += harness.ProcessInvoluntarySwitches(pid)
+		total += figure(pid)
 	}
 	return total
 }
@@ -293,13 +282,9 @@ func (n *nchanPeer) check() error {
 // one: in snapshot mode the document; in patch mode the JSON Patch, or the document when the
 // patch would not be smaller (as Tributary decides). Both are built before t0.
 func (n *nchanPeer) update(version int64) func() error {
-	document, err := n.up.document()
+	kind, body, _, err := n.up.event(n.patch)
 	if err != nil {
 		return func() error { return err }
-	}
-	kind, body := "snapshot", document
-	if patch := n.up.patch(); n.patch && len(patch) < len(document) {
-		kind, body = "patch", patch
 	}
 	return func() error { return n.publish(kind, body) }
 }

@@ -107,6 +107,21 @@ func (u *upstream) document() (string, error) {
 // patch is the JSON Patch Tributary sends from the previous version to the current one: the
 // changing groups' taskCount replaced, the first group's first (where the load client reads
 // the version).
+// event is what a Tributary subscriber gets for the current version, as Tributary decides it:
+// the document, or with patches asked for the JSON Patch when it is smaller. The peers that
+// are fed by the tool (Nchan, the floor) send exactly this.
+func (u *upstream) event(patches bool) (kind, body, document string, err error) {
+	document, err = u.document()
+	if err != nil {
+		return "", "", "", err
+	}
+	kind, body = "snapshot", document
+	if patch := u.patch(); patches && len(patch) < len(document) {
+		kind, body = "patch", patch
+	}
+	return kind, body, document, nil
+}
+
 func (u *upstream) patch() string {
 	ops := make([]string, u.changing)
 	for i := range ops {
