@@ -4,6 +4,10 @@ package main
 // closes a connection: `GET /groups` answers `groups` groups at once; `GET
 // /groups/{id}/metadata` either answers at once or, in hang mode, never answers and instead
 // time-stamps (monotonic clock, this process) the moment the service closes the connection.
+// It stays the tool's own rather than harness.Upstream: the time stamp of a close is the
+// figure this tool measures, so the goroutine of the hanging call reads the socket itself
+// (no hand-off through net/http's context) and counts any byte the service sends there. It
+// is built on the harness's raw-TCP server (harness.ServeRequests).
 
 import (
 	"bufio"

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -35,46 +34,20 @@ import (
 	"tributary/benchmarks/load/harness"
 )
 
-// upstream serves the tasks API, or answers 503 to everything while down; it time-stamps
-// every call.
-type upstream struct {
-	url   string
-	down  atomic.Bool
+// callLog time-stamps every upstream call.
+type callLog struct {
 	mu    sync.Mutex
 	calls []time.Time
 }
 
-func startUpstream(groups int) (*upstream, error) {
-	u := &upstream{}
-	list := harness.GroupList(groups)
-	metadata := harness.GroupMetadata(3)
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	u.url = "http://" + listener.Addr().String()
-	go http.Serve(listener, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u.mu.Lock()
-		u.calls = append(u.calls, time.Now())
-		u.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case u.down.Load():
-			w.WriteHeader(503)
-			io.WriteString(w, `{"down":true}`)
-		case r.URL.Path == "/groups":
-			io.WriteString(w, list)
-		case strings.HasSuffix(r.URL.Path, "/metadata"):
-			io.WriteString(w, metadata)
-		default:
-			w.WriteHeader(404)
-		}
-	}))
-	return u, nil
+func (u *callLog) record(string) {
+	u.mu.Lock()
+	u.calls = append(u.calls, time.Now())
+	u.mu.Unlock()
 }
 
 // callsBetween counts the calls that arrived in [from, to).
-func (u *upstream) callsBetween(from, to time.Time) int {
+func (u *callLog) callsBetween(from, to time.Time) int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	count := 0
@@ -183,9 +156,11 @@ func main() {
 	}
 	work, err := harness.NewWorkspace("circuit", *keep)
 	harness.Check(err)
-	up, err := startUpstream(10)
+	// The upstream (10 groups) answers 503 to every call while Failing.
+	var calls callLog
+	up, err := harness.StartUpstream(harness.UpstreamOptions{Groups: 10, Changing: 10, OnCall: calls.record})
 	work.Check(err)
-	config, err := harness.WriteConfig(work.Dir, harness.Config{Tool: "circuit", UpstreamURL: up.url, RefreshInterval: "1h"})
+	config, err := harness.WriteConfig(work.Dir, harness.Config{Tool: "circuit", UpstreamURL: up.URL, RefreshInterval: "1h"})
 	work.Check(err)
 	s, err := work.StartService(*bin, config, "service.log", 1)
 	work.Check(err)
@@ -197,7 +172,7 @@ func main() {
 	var openAfter, fastLatency []time.Duration
 	var callsOpen, answersOpen []int
 	for run := 1; run <= *runs; run++ {
-		up.down.Store(false)
+		up.Failing.Store(false)
 		since := time.Now()
 		if !await(*openFor+10*time.Second, func() bool {
 			_, served := c.first(since, func(a answer) bool { return a.status == 200 })
@@ -208,7 +183,7 @@ func main() {
 			break
 		}
 		t0 := time.Now()
-		up.down.Store(true)
+		up.Failing.Store(true)
 		var refused answer
 		if !await(10*time.Second, func() bool {
 			var found bool
@@ -221,7 +196,7 @@ func main() {
 		}
 		windowEnd := refused.at.Add(*openFor - 500*time.Millisecond)
 		time.Sleep(time.Until(windowEnd))
-		calls := up.callsBetween(refused.at, windowEnd)
+		calls := calls.callsBetween(refused.at, windowEnd)
 		answers := c.count(refused.at, windowEnd, func(a answer) bool { return a.circuitOpen })
 		openAfter = append(openAfter, refused.at.Sub(t0))
 		fastLatency = append(fastLatency, refused.took)

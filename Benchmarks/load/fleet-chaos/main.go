@@ -111,11 +111,13 @@ func main() {
 	harness.Check(err)
 	harness.WaitQuiet(*quietMax, *quietWait)
 
-	up, err := startUpstream()
+	// Every refresh a new snapshot that names its list call, so a subscriber can tell the
+	// upstream's document from any other (a forged one); the metadata never changes.
+	up, err := harness.StartUpstream(harness.UpstreamOptions{Groups: 10, Changing: 10, NameListCalls: true})
 	work.Check(err)
 	redis, err = work.StartRedis()
 	work.Check(err)
-	config, err = writeConfig(up.url, *leaseTTL, *refresh, 4*(*subscribers)+1000)
+	config, err = writeConfig(up.URL, *leaseTTL, *refresh, 4*(*subscribers)+1000)
 	work.Check(err)
 	var ports []int
 	for i := 0; i < 3; i++ {
@@ -128,7 +130,7 @@ func main() {
 	work.Check(err)
 	work.OnClose(nginx.Stop)
 	fmt.Printf("fleet-chaos: redis-server pid %d, replicas on ports %v, nginx on %d, upstream %s, binary %s\n",
-		redis.PID(), ports, nginx.Port, up.url, bin)
+		redis.PID(), ports, nginx.Port, up.URL, bin)
 
 	streams := newSubscribers(nginx.Port, *subscribers, *reconnectAfter)
 	streams.start()

@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,16 +52,11 @@ func run(bin string, rate, burst, offered, seconds, count int) error {
 	defer os.RemoveAll(dir)
 
 	// The upstream: two groups and their metadata, at once.
-	upstream := http.NewServeMux()
-	upstream.HandleFunc("/groups", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, harness.GroupList(2)) })
-	upstream.HandleFunc("/groups/", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, harness.GroupMetadata(3)) })
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	upstream, err := harness.StartUpstream(harness.UpstreamOptions{Groups: 2, Changing: 2})
 	if err != nil {
 		return err
 	}
-	server := &http.Server{Handler: upstream}
-	go server.Serve(listener)
-	defer server.Close()
+	defer upstream.Close()
 
 	redis, err := harness.StartRedis(dir)
 	if err != nil {
@@ -78,7 +72,7 @@ func run(bin string, rate, burst, offered, seconds, count int) error {
 cluster:
   leaseTTL: 1s
 upstreams:
-  tasks: {url: "http://%s", poolSize: 64}
+  tasks: {url: "%s", poolSize: 64}
 resources:
   groups:
     kind: list
@@ -86,7 +80,7 @@ resources:
     list: {path: /groups, items: result, id: id}
     details: {path: "/groups/{id}/metadata", value: result}
     coalesce: false
-`, rate, burst, listener.Addr())
+`, rate, burst, upstream.URL)
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ import (
 var (
 	bin       string
 	work      *harness.Workspace
-	up        *upstream
+	up        *harness.Upstream
 	redis     *harness.Redis
 	quietMax  int
 	quietWait time.Duration
@@ -83,11 +83,14 @@ func main() {
 	var err error
 	work, err = harness.NewWorkspace("fleet", *keep)
 	harness.Check(err)
-	up, err = startUpstream(*groups)
+	// Every refresh a new snapshot that names its list call; every group's metadata the
+	// version, which the tool raises before each timed update; a /rows reload a new snapshot.
+	up, err = harness.StartUpstream(harness.UpstreamOptions{Groups: *groups, Changing: *groups,
+		NameListCalls: true, Topics: []string{"t1"}, Medias: 1, NameTopicCalls: true})
 	work.Check(err)
 	redis, err = work.StartRedis()
 	work.Check(err)
-	fmt.Printf("fleet: redis-server pid %d on port %d, upstream %s, %d groups, binary %s\n", redis.PID(), redis.Port, up.url, *groups, bin)
+	fmt.Printf("fleet: redis-server pid %d on port %d, upstream %s, %d groups, binary %s\n", redis.PID(), redis.Port, up.URL, *groups, bin)
 
 	for _, phase := range strings.Split(*phases, ",") {
 		harness.WaitQuiet(quietMax, quietWait)
@@ -130,7 +133,7 @@ func writeConfig(name string, refresh, leaseTTL time.Duration, maxSubscribers in
 	}
 	fmt.Fprintf(&b, "upstreams:\n")
 	for _, upstream := range []string{"tasks", "media", "search"} {
-		fmt.Fprintf(&b, "  %s: {url: %q, timeout: 5s, retries: 0, poolSize: 64}\n", upstream, up.url)
+		fmt.Fprintf(&b, "  %s: {url: %q, timeout: 5s, retries: 0, poolSize: 64}\n", upstream, up.URL)
 	}
 	fmt.Fprintf(&b, `resources:
   groups:
@@ -462,7 +465,7 @@ func failoverPhase(kills int, leaseTTL, refresh time.Duration) error {
 				}
 			}
 		}
-		before := up.listCalls.Load()
+		before := up.ListCalls.Load()
 		pid := replicas[leader].PID
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			return err
@@ -552,7 +555,7 @@ func scalePhase(count, updates int) error {
 	var p99s []float64
 	missedTotal := 0
 	for round := 0; round < updates; round++ {
-		version := up.version.Add(1)
+		version := up.Version.Add(1)
 		c.Target, c.Reached = version, 0
 		target := replicas[round%len(replicas)]
 		sent := time.Now()

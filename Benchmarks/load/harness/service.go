@@ -1,8 +1,9 @@
 // Package harness is what the load tools of Benchmarks/load have in common: starting and
 // watching the Tributary process under test (a free loopback port, readiness through
 // /healthz, RSS, open files, CPU time and sockets from /proc, a stop by PID), waiting for a
-// quiet machine, the tools' work directory, their generated configuration, and the small
-// helpers of their raw-TCP upstreams and reports.
+// quiet machine, the tools' work directory, their generated configuration, their scripted
+// upstream (fixture.go) and the helpers of the two raw-TCP ones (upstream.go), the SSE load
+// client (sse.go), nginx and redis-server, and the small helpers of their reports.
 //
 // Importing the package locks the main goroutine to the main thread (see init): the service
 // gets SIGTERM when the thread that started it ends, so StartService must be called from the

@@ -138,9 +138,13 @@ func main() {
 
 	work, err := harness.NewWorkspace("keyed-scale", *keep)
 	harness.Check(err)
-	up, err := startUpstream(*groups)
+	// The upstream's team groups (/teams/{team}/groups) and own groups (/me/groups, which
+	// answers 401 and counts a call without Authorization: the service must forward the
+	// client's header on every call a stream causes, refreshes included), every group's
+	// metadata carrying the version as taskCount.
+	up, err := harness.StartUpstream(harness.UpstreamOptions{Groups: *groups, Changing: *groups})
 	work.Check(err)
-	config, err := writeConfig(work.Dir, up.url, most, *values, *identities, *groups)
+	config, err := writeConfig(work.Dir, up.URL, most, *values, *identities, *groups)
 	work.Check(err)
 	fmt.Printf("keyed-scale: modes %s, %d groups per list, %d runs x %d updates, baseline %v, 1 worker, binary %s\n",
 		*modes, *groups, *runs, *updates, *baseline, *bin)
@@ -174,12 +178,12 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("\nupstream calls without the forwarded Authorization (must be 0): %d\n", up.unforwarded.Load())
+	fmt.Printf("\nupstream calls without the forwarded Authorization (must be 0): %d\n", up.Unforwarded.Load())
 	for _, m := range chosen {
 		printSummary(m, keyed[m.name], single[m.name], *groups)
 	}
 	work.Close()
-	if up.unforwarded.Load() > 0 {
+	if up.Unforwarded.Load() > 0 {
 		os.Exit(1)
 	}
 }
@@ -247,7 +251,7 @@ resources:
 	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
-func measure(s *harness.Service, up *upstream, m mode, keys, updates, connecting int) (runResult, error) {
+func measure(s *harness.Service, up *harness.Upstream, m mode, keys, updates, connecting int) (runResult, error) {
 	result := runResult{keys: keys}
 	count := m.streams()
 	// Warm-up: the code paths, 50 pipelines and the allocator's first arenas; closed again, so
@@ -292,10 +296,10 @@ func measure(s *harness.Service, up *upstream, m mode, keys, updates, connecting
 
 	reloader := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for round := 0; round < updates; round++ {
-		version := up.version.Add(1)
+		version := up.Version.Add(1)
 		c.Target = version
 		c.Reached = 0
-		callsBefore := up.calls.Load()
+		callsBefore := up.Calls.Load()
 		cpuBefore := s.CPUTicks()
 		machineBefore := harness.MachineBusyTicks()
 		ackCh := make(chan time.Duration, 1)
@@ -319,7 +323,7 @@ func measure(s *harness.Service, up *upstream, m mode, keys, updates, connecting
 		}()
 		c.Run(sent.Add(60*time.Second), func() bool { return c.Reached+c.Lost >= count })
 		cpuTicks := s.CPUTicks() - cpuBefore
-		r := roundResult{calls: up.calls.Load() - callsBefore, cpuMS: cpuTicks * 10,
+		r := roundResult{calls: up.Calls.Load() - callsBefore, cpuMS: cpuTicks * 10,
 			otherMS: (harness.MachineBusyTicks() - machineBefore - cpuTicks) * 10}
 		r.ack = <-ackCh
 		if r.ack < 0 {

@@ -8,6 +8,11 @@ package main
 //	hang     never answer; close after 3 s (beyond the service's 1 s upstream timeout)
 //	garbage  200 with a body that is not JSON (random bytes, or JSON cut short)
 //	slow     answer correctly after 100-700 ms (inside the timeout: must cause no error)
+//
+// It stays the tool's own rather than harness.Upstream: its faults, chosen from one seeded
+// random source and counted by kind and call, are what the soak checks every answer against,
+// and a reset is a socket option on the raw connection. It is built on the harness's raw-TCP
+// server (harness.ServeRequests).
 
 import (
 	"bufio"

@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"tributary/benchmarks/load/harness"
 )
 
 // Bounds of the floor's waits, so that a run always ends.
@@ -89,7 +91,7 @@ type pendingWrite struct {
 type floorPeer struct {
 	listener   net.Listener
 	portNumber int
-	up         *upstream
+	up         *harness.Upstream
 	patch      bool
 	writers    []*floorWriter
 	quit       chan struct{} // closed by stop: the writers end
@@ -116,12 +118,12 @@ type floorPeer struct {
 // GOMAXPROCS is raised for the floor's lifetime so that every writer, the load client's loop
 // and one more goroutine each have a P: the kernel schedules the threads on the cores, as it
 // does a server's processes, instead of Go's scheduler sharing 2 Ps among them.
-func startFloor(up *upstream, workers int, patch bool) (*floorPeer, error) {
+func startFloor(up *harness.Upstream, workers int, patch bool) (*floorPeer, error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	document, err := up.document()
+	document, err := documentOf(up)
 	if err != nil {
 		listener.Close()
 		return nil, err
@@ -129,7 +131,7 @@ func startFloor(up *upstream, workers int, patch bool) (*floorPeer, error) {
 	f := &floorPeer{listener: listener, portNumber: listener.Addr().(*net.TCPAddr).Port, up: up, patch: patch,
 		quit: make(chan struct{}), accepting: make(chan struct{}), idNonce: rand.New(rand.NewSource(time.Now().UnixNano())),
 		peekBytes: make([]byte, 1)}
-	first := floorFrame("snapshot", up.version.Load(), document)
+	first := floorFrame("snapshot", up.Version.Load(), document)
 	f.first.Store(&first)
 	f.maxProcs = runtime.GOMAXPROCS(0)
 	if f.maxProcs < workers+2 {
@@ -443,7 +445,7 @@ func (f *floorPeer) prune() {
 // just before it. The request "answers" when every writer is done.
 func (f *floorPeer) update(version int64) func() error {
 	f.settle()
-	kind, body, document, err := f.up.event(f.patch)
+	kind, body, document, err := eventOf(f.up, f.patch)
 	if err != nil {
 		return func() error { return err }
 	}

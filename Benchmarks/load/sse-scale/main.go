@@ -152,7 +152,7 @@ func main() {
 	harness.Check(err)
 	up, err := startUpstream(*groups, *changing)
 	work.Check(err)
-	config, err := writeConfig(work.Dir, up.url, *subscribers*shape.connectionsPerClient(), *subscribers*len(shape.resources),
+	config, err := writeConfig(work.Dir, up.URL, *subscribers*shape.connectionsPerClient(), *subscribers*len(shape.resources),
 		shape.follows("rows"), *defaultLimits)
 	work.Check(err)
 	fmt.Printf("sse-scale: %d subscribers each on %s, %d runs x %d updates, %d groups per snapshot (%d changing), updates as %s, %d worker(s), peers %s, binary %s\n",
@@ -327,7 +327,7 @@ func showsGroups(sub *harness.Subscriber) bool {
 }
 
 // measure runs one peer: warm-up, subscribers, RSS, then `updates` timed updates.
-func measure(p peer, up *upstream, shape layout, count, updates, connecting int) (runResult, error) {
+func measure(p peer, up *harness.Upstream, shape layout, count, updates, connecting int) (runResult, error) {
 	var result runResult
 	// Warm-up: the code paths, the pipeline and the allocator's first arenas.
 	paths := p.paths(shape)
@@ -372,13 +372,13 @@ func measure(p peer, up *upstream, shape layout, count, updates, connecting int)
 	stopProfile := startProfile(p.profilePID())
 	defer stopProfile()
 	for round := 0; round < updates; round++ {
-		version := up.version.Add(1)
+		version := up.Version.Add(1)
 		c.Target = version
 		c.Reached = 0
 		send := p.update(version)
 		ackCh := make(chan time.Duration, 1)
 		var updateFailure string
-		callsBefore := up.calls.Load()
+		callsBefore := up.Calls.Load()
 		cpuBefore := p.cpuTicks()
 		preemptedBefore := p.preempted()
 		// The floor's threads are this process's: their CPU time, read per thread, is the
@@ -406,7 +406,7 @@ func measure(p peer, up *upstream, shape layout, count, updates, connecting int)
 		if shape.fields != "" {
 			// No subscriber is due an event: wait for the refresh's calls (the list and each
 			// group's), then a second more, reading whatever comes.
-			c.Run(sent.Add(30*time.Second), func() bool { return up.calls.Load() >= callsBefore+int64(up.groups)+1 })
+			c.Run(sent.Add(30*time.Second), func() bool { return up.Calls.Load() >= callsBefore+int64(up.Groups())+1 })
 			c.Run(time.Now().Add(time.Second), func() bool { return false })
 		} else {
 			c.Run(sent.Add(30*time.Second), func() bool { return c.Reached+c.Lost >= count })

@@ -113,7 +113,7 @@ const (
 type nchanPeer struct {
 	nginx     *harness.Nginx
 	workers   []int
-	up        *upstream
+	up        *harness.Upstream
 	patch     bool
 	publisher *http.Client
 }
@@ -124,7 +124,7 @@ type nchanPeer struct {
 // is the first event of every subscriber that connects before the first update, as a
 // Tributary subscriber's first event is the current snapshot. Call it from the main
 // goroutine (the master's parent-death signal is tied to the thread that starts it).
-func startNchan(work *harness.Workspace, dir, module string, workers, subscribers int, up *upstream, patch bool) (*nchanPeer, error) {
+func startNchan(work *harness.Workspace, dir, module string, workers, subscribers int, up *harness.Upstream, patch bool) (*nchanPeer, error) {
 	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func startNchan(work *harness.Workspace, dir, module string, workers, subscriber
 		nginx.Stop()
 		return nil, fmt.Errorf("nginx runs %d workers after 5 s, not %d: %s", len(n.workers), workers, nginx.LogTail())
 	}
-	document, err := up.document()
+	document, err := documentOf(up)
 	if err == nil {
 		err = n.publish("snapshot", document)
 	}
@@ -282,7 +282,7 @@ func (n *nchanPeer) check() error {
 // one: in snapshot mode the document; in patch mode the JSON Patch, or the document when the
 // patch would not be smaller (as Tributary decides). Both are built before t0.
 func (n *nchanPeer) update(version int64) func() error {
-	kind, body, _, err := n.up.event(n.patch)
+	kind, body, _, err := eventOf(n.up, n.patch)
 	if err != nil {
 		return func() error { return err }
 	}
