@@ -619,18 +619,6 @@ func firstLine(text string) string {
 	return text
 }
 
-func median(values []float64) float64 {
-	if len(values) == 0 {
-		return 0
-	}
-	sorted := append([]float64(nil), values...)
-	sort.Float64s(sorted)
-	if len(sorted)%2 == 1 {
-		return sorted[len(sorted)/2]
-	}
-	return (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
-}
-
 func summarize(o options, rounds []roundResult, checks []checkResult) bool {
 	var base, under, ratio, delta, recov []float64
 	crashes, noisyRounds := 0, 0
@@ -685,7 +673,7 @@ func summarize(o options, rounds []roundResult, checks []checkResult) bool {
 			}
 			return fmt.Sprintf(format, v)
 		}
-		fmt.Printf("| %s | %s | %s | %s |\n", name, show(median(values)), show(sorted[0]), show(sorted[len(sorted)-1]))
+		fmt.Printf("| %s | %s | %s | %s |\n", name, show(harness.Median(values)), show(sorted[0]), show(sorted[len(sorted)-1]))
 	}
 	row("baseline req/s", base, "%.0f")
 	row("under attack req/s", under, "%.0f")
@@ -712,12 +700,12 @@ func summarize(o options, rounds []roundResult, checks []checkResult) bool {
 	}
 	verdict(crashes == 0, "no crash: %d crash(es) %s", crashes, strings.Join(crashNotes, ", "))
 	verdict(ran > 0 && worstDelta <= float64(o.rssGoalMiB), "RSS ≤ idle + %d MiB throughout: worst round +%.1f MiB", o.rssGoalMiB, worstDelta)
-	verdict(ran > 0 && median(ratio) >= o.throughputGoal, "throughput under attack ≥ %g%% of baseline: %.0f%% (median)", o.throughputGoal, median(ratio))
+	verdict(ran > 0 && harness.Median(ratio) >= o.throughputGoal, "throughput under attack ≥ %g%% of baseline: %.0f%% (median)", o.throughputGoal, harness.Median(ratio))
 	recoveryText := "never (median)"
-	if m := median(recov); m < 1e8 {
+	if m := harness.Median(recov); m < 1e8 {
 		recoveryText = fmt.Sprintf("%.1f s (median)", m)
 	}
-	verdict(ran > 0 && median(recov) <= o.recoveryGoal.Seconds(), "every thread idle within %s of the attacks' end: %s", o.recoveryGoal, recoveryText)
+	verdict(ran > 0 && harness.Median(recov) <= o.recoveryGoal.Seconds(), "every thread idle within %s of the attacks' end: %s", o.recoveryGoal, recoveryText)
 	for _, c := range checks {
 		verdict(c.passed, "check %s: %s", c.name, c.detail)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"sort"
 	"syscall"
 	"time"
 )
@@ -18,6 +19,21 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 		rank = len(sorted) - 1
 	}
 	return sorted[rank]
+}
+
+// Median is the median of values (the mean of the middle two for an even count; 0 for
+// none). values is left as it is.
+func Median(values []float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	sorted := append([]float64(nil), values...)
+	sort.Float64s(sorted)
+	middle := len(sorted) / 2
+	if len(sorted)%2 == 1 {
+		return sorted[middle]
+	}
+	return (sorted[middle-1] + sorted[middle]) / 2
 }
 
 // Milliseconds is d in milliseconds.

@@ -380,18 +380,6 @@ func printRun(label string, r runResult, m mode) {
 	}
 }
 
-func median(values []float64) float64 {
-	if len(values) == 0 {
-		return 0
-	}
-	sorted := append([]float64(nil), values...)
-	sort.Float64s(sorted)
-	if len(sorted)%2 == 1 {
-		return sorted[len(sorted)/2]
-	}
-	return (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
-}
-
 // figures are the medians of a mode's runs: RSS deltas (B) and, over every update, p50, p99,
 // max (ms), upstream calls and service CPU (ms); missed counts every update's misses.
 type figures struct {
@@ -414,8 +402,8 @@ func summarize(results []runResult) figures {
 			f.missed += round.missed
 		}
 	}
-	f.delta, f.deltaUpdated, f.p50, f.p99, f.max = median(delta), median(deltaUpdated), median(p50), median(p99), median(max)
-	f.calls, f.cpu = median(calls), median(cpu)
+	f.delta, f.deltaUpdated, f.p50, f.p99, f.max = harness.Median(delta), harness.Median(deltaUpdated), harness.Median(p50), harness.Median(p99), harness.Median(max)
+	f.calls, f.cpu = harness.Median(calls), harness.Median(cpu)
 	return f
 }
 

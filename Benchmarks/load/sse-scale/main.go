@@ -454,7 +454,7 @@ func measure(p peer, up *harness.Upstream, shape layout, count, updates, connect
 		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 		r := roundResult{ack: ack, missed: missed, cpuMS: serverMS, clientCPUMS: int(clientCPU / time.Millisecond), preempted: preempted, otherCPUMS: otherMS,
 			eventsPerWait: float64(waitEvents) / float64(max1(waits)), fullBatches: fullBatches,
-			eventBytes: int(medianFloat(sizes)), eventKinds: strings.Join(kindNames, ", "), events: events}
+			eventBytes: int(harness.Median(sizes)), eventKinds: strings.Join(kindNames, ", "), events: events}
 		if len(latencies) > 0 {
 			r.first = latencies[0]
 			r.p50 = harness.Percentile(latencies, 50)
@@ -583,18 +583,6 @@ func printRun(run int, name string, r runResult, connectionsPerClient int) {
 	}
 }
 
-func medianFloat(values []float64) float64 {
-	sorted := append([]float64(nil), values...)
-	sort.Float64s(sorted)
-	if len(sorted) == 0 {
-		return 0
-	}
-	if len(sorted)%2 == 1 {
-		return sorted[len(sorted)/2]
-	}
-	return (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
-}
-
 func printSummary(name string, results []runResult, count, workers int, paths []string) {
 	var perSub, perSubUpdated, before, after, afterUpdates, first, p50, p99, max, cpu, clientCPU, preempted, other []float64
 	var fanP50, fanP99, fanMax []float64
@@ -639,26 +627,26 @@ func printSummary(name string, results []runResult, count, workers int, paths []
 	fmt.Println("| measure | median | goal | met |")
 	fmt.Println("|---|---:|---:|---|")
 	// RSS is n/a for the floor (-1 KiB, NaN per subscriber): its process is the load client's.
-	fmt.Printf("| RSS before subscribers | %s | | |\n", orNA("%.1f MiB", medianFloat(before)/1024))
-	fmt.Printf("| RSS with subscribers | %s | | |\n", orNA("%.1f MiB", medianFloat(after)/1024))
-	fmt.Printf("| RSS after the updates | %s | | |\n", orNA("%.1f MiB", medianFloat(afterUpdates)/1024))
-	fmt.Printf("| RSS per subscriber, connected | %s | | |\n", orNA("%.0f B", medianFloat(perSub)))
-	perSubMedian := medianFloat(perSubUpdated)
+	fmt.Printf("| RSS before subscribers | %s | | |\n", orNA("%.1f MiB", harness.Median(before)/1024))
+	fmt.Printf("| RSS with subscribers | %s | | |\n", orNA("%.1f MiB", harness.Median(after)/1024))
+	fmt.Printf("| RSS after the updates | %s | | |\n", orNA("%.1f MiB", harness.Median(afterUpdates)/1024))
+	fmt.Printf("| RSS per subscriber, connected | %s | | |\n", orNA("%.0f B", harness.Median(perSub)))
+	perSubMedian := harness.Median(perSubUpdated)
 	fmt.Printf("| RSS per subscriber, after updates (fan-out high-water included) | %s | %s |\n", orNA("%.0f B", perSubMedian), goal("≤ 8192 B", perSubMedian <= 8192))
-	fmt.Printf("| update: first subscriber | %.1f ms | | |\n", medianFloat(first))
-	fmt.Printf("| update: p50 | %.1f ms | | |\n", medianFloat(p50))
-	p99Median := medianFloat(p99)
+	fmt.Printf("| update: first subscriber | %.1f ms | | |\n", harness.Median(first))
+	fmt.Printf("| update: p50 | %.1f ms | | |\n", harness.Median(p50))
+	p99Median := harness.Median(p99)
 	fmt.Printf("| update: p99 | %.1f ms | %s |\n", p99Median, goal("≤ 250 ms", p99Median <= 250 && missed == 0))
 	sizes, _, _ := roundMedians(results)
 	fmt.Printf("| bytes of the event that brought an update | %.0f B | | |\n", sizes)
-	fmt.Printf("| update: max (all reached) | %.1f ms | | |\n", medianFloat(max))
-	fmt.Printf("| fan-out (arrival − first arrival): p50 | %.1f ms | | |\n", medianFloat(fanP50))
-	fmt.Printf("| fan-out: p99 | %.1f ms | | |\n", medianFloat(fanP99))
-	fmt.Printf("| fan-out: max | %.1f ms | | |\n", medianFloat(fanMax))
-	fmt.Printf("| service CPU per update | %.0f ms | | |\n", medianFloat(cpu))
-	fmt.Printf("| load client CPU per update | %.0f ms | | |\n", medianFloat(clientCPU))
-	fmt.Printf("| service preempted per update (involuntary switches) | %.0f | | |\n", medianFloat(preempted))
-	fmt.Printf("| other CPU on the machine per update (noise) | %.0f ms | | |\n", medianFloat(other))
+	fmt.Printf("| update: max (all reached) | %.1f ms | | |\n", harness.Median(max))
+	fmt.Printf("| fan-out (arrival − first arrival): p50 | %.1f ms | | |\n", harness.Median(fanP50))
+	fmt.Printf("| fan-out: p99 | %.1f ms | | |\n", harness.Median(fanP99))
+	fmt.Printf("| fan-out: max | %.1f ms | | |\n", harness.Median(fanMax))
+	fmt.Printf("| service CPU per update | %.0f ms | | |\n", harness.Median(cpu))
+	fmt.Printf("| load client CPU per update | %.0f ms | | |\n", harness.Median(clientCPU))
+	fmt.Printf("| service preempted per update (involuntary switches) | %.0f | | |\n", harness.Median(preempted))
+	fmt.Printf("| other CPU on the machine per update (noise) | %.0f ms | | |\n", harness.Median(other))
 	fmt.Printf("| subscribers missing an update | %d | %s |\n", missed, goal("0", missed == 0))
 	if hasWrites {
 		fmt.Printf("| floor: writes short / EAGAIN / retried / failed / unfinished, all updates | %d / %d / %d / %d / %d | | |\n",
@@ -680,9 +668,9 @@ func printSummary(name string, results []runResult, count, workers int, paths []
 	if len(quietP99) > 0 {
 		fmt.Println("| measure | median | goal | met |")
 		fmt.Println("|---|---:|---:|---|")
-		fmt.Printf("| update: p50 | %.1f ms | | |\n", medianFloat(quietP50))
-		fmt.Printf("| update: p99 | %.1f ms | %s |\n", medianFloat(quietP99), goal("≤ 250 ms", medianFloat(quietP99) <= 250 && missed == 0))
-		fmt.Printf("| update: max | %.1f ms | | |\n", medianFloat(quietMax))
+		fmt.Printf("| update: p50 | %.1f ms | | |\n", harness.Median(quietP50))
+		fmt.Printf("| update: p99 | %.1f ms | %s |\n", harness.Median(quietP99), goal("≤ 250 ms", harness.Median(quietP99) <= 250 && missed == 0))
+		fmt.Printf("| update: max | %.1f ms | | |\n", harness.Median(quietMax))
 	}
 }
 
@@ -697,7 +685,7 @@ func roundMedians(results []runResult) (bytes, p99, cpu float64) {
 			cpus = append(cpus, float64(round.cpuMS))
 		}
 	}
-	return medianFloat(sizes), medianFloat(p99s), medianFloat(cpus)
+	return harness.Median(sizes), harness.Median(p99s), harness.Median(cpus)
 }
 
 // printFieldsComparison sets the runs of one mode side by side: subscribers asking for every
@@ -716,11 +704,11 @@ func printFieldsComparison(mode string, all, projected []runResult, fields strin
 			projectedCPU = append(projectedCPU, float64(round.cpuMS))
 		}
 	}
-	a, p := medianFloat(allCPU), medianFloat(projectedCPU)
+	a, p := harness.Median(allCPU), harness.Median(projectedCPU)
 	fmt.Printf("\n%s updates: every member against fields=%s, same runs (medians over every update)\n", mode, fields)
 	fmt.Println("| measure | every member | fields | ratio | goal | met |")
 	fmt.Println("|---|---:|---:|---:|---:|---|")
-	fmt.Printf("| events per update, all subscribers | %.0f | %.0f | | 0 with fields | %s |\n", medianFloat(allEvents), medianFloat(projectedEvents),
+	fmt.Printf("| events per update, all subscribers | %.0f | %.0f | | 0 with fields | %s |\n", harness.Median(allEvents), harness.Median(projectedEvents),
 		harness.Yes(maxFloat(projectedEvents) == 0))
 	fmt.Printf("| service CPU per update | %.0f ms | %.0f ms | %.0f%% | ≤ 20%% | %s |\n", a, p, 100*p/a, harness.Yes(p <= 0.2*a))
 }
@@ -784,7 +772,7 @@ func printPeerComparison(mode string, peers []string, results map[string][]runRe
 				values = append(values, r.pick(run, round))
 			}
 		}
-		return medianFloat(values)
+		return harness.Median(values)
 	}
 	name := func(peer string) string { return resultName(peer, mode, layout{}) }
 	type ratio struct{ over, under string }
