@@ -3,7 +3,7 @@
 # ../shared/bench (N=10 groups), without and then with these attacks running at once, each a
 # bounded number of loopback connections for a bounded time: 200 event streams flooding the
 # service with bytes, 200 chunked POSTs with an endless chunk-size line, 500 slowloris
-# connections, and a burst of 2,048 silent connections beyond the service's open-file limit
+# connections (Debian's slowhttptest -H), and a burst of 2,048 silent connections beyond the service's open-file limit
 # (the service runs under `prlimit --nofile=2048:2048`). Then two checks: HEAD then GET on one
 # keep-alive connection (no desync), and an upstream on port 0 (no crash).
 #
@@ -45,6 +45,7 @@ groups=${N:-10}
 command -v wrk >/dev/null || { echo "wrk is missing (apt-get install wrk)" >&2; exit 1; }
 command -v nginx >/dev/null || { echo "nginx is missing (apt-get install nginx-light)" >&2; exit 1; }
 command -v prlimit >/dev/null || { echo "prlimit is missing (util-linux)" >&2; exit 1; }
+"$root/scripts/require-packages" slowhttptest   # the slowloris attack (as root; otherwise it says what to install)
 [ -x "$bench/upstream/run-upstream.sh" ] || { echo "no nginx fixture at $bench/upstream (set BENCH_SOURCE)" >&2; exit 1; }
 
 port=${UPSTREAM_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}

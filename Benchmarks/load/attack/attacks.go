@@ -2,17 +2,24 @@ package main
 
 // The attacks: raw bytes over loopback sockets, each a bounded number of connections for a
 // bounded time. Every connection is made once (no reconnects) and closed at the attack's end.
+// Slowloris is Debian's slowhttptest, run as a process; the others are this tool's own.
 
 import (
 	"bufio"
+	"encoding/csv"
 	"errors"
+	"fmt"
+	"math"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -317,69 +324,111 @@ func chunks(addr string, spec attackSpec, start time.Time, st *attackStats, conn
 
 // MARK: - Slowloris
 
-// slowloris connects and sends a request head one byte per interval on each connection,
-// never finishing it: after the request line and Host, an endless header value.
+// slowloris runs Debian's slowhttptest in its slow-headers mode (-H): spec.count connections,
+// all opened in the first second (-r), each sending `GET /groups` and then, every
+// spec.interval (-i, whole seconds), one more short header line (`X-xx: xx`, -x 2), never the
+// blank line that ends the head. It is stopped by its PID (SIGINT, SIGKILL 5 s later) at
+// start + spec.duration; its -l is only a backstop. What it established, and when the service
+// closed which of them, comes from its per-second CSV (-g); the bytes it sends are not
+// counted.
 func slowloris(addr string, spec attackSpec, start time.Time, st *attackStats, connected *sync.WaitGroup) {
 	st.started = start
 	end := st.started.Add(spec.duration)
-	head := "GET /groups HTTP/1.1\r\nHost: " + addr + "\r\nX-Slow: "
-	byteAt := func(k int) byte {
-		if k < len(head) {
-			return head[k]
-		}
-		return 'a'
+	dir, err := os.MkdirTemp("", "tributary-slowhttptest.")
+	if err != nil {
+		st.answered("slowhttptest: " + err.Error())
+		connected.Done()
+		return
 	}
-	var conns connSet
-	var ours atomic.Bool
-	live := make([]net.Conn, spec.count)
-	sent := make([]int, spec.count)
-	var liveMu sync.Mutex
-	dialAll(addr, spec.count, 32, 2*time.Second, end, st, func(i int, conn net.Conn) {
-		conns.add(conn)
-		conn.SetWriteDeadline(time.Now().Add(time.Second))
-		if n, _ := conn.Write([]byte{byteAt(0)}); n == 1 {
-			st.bytes.Add(1)
-		}
-		liveMu.Lock()
-		live[i] = conn
-		sent[i] = 1
-		liveMu.Unlock()
-		go watch(conn, st, &ours)
-	})
+	defer os.RemoveAll(dir)
+	seconds := func(d time.Duration) string { return strconv.Itoa(int(math.Ceil(d.Seconds()))) }
+	// Its probe timeout (-p) lies beyond the run: once it has passed, slowhttptest 1.8.2 spins
+	// a core until it ends (measured at -p 5: from under 1% of a core to 100% at the 5th second).
+	cmd := exec.Command("slowhttptest", "-H", "-c", strconv.Itoa(spec.count), "-r", strconv.Itoa(spec.count),
+		"-i", seconds(spec.interval), "-x", "2", "-l", seconds(spec.duration+5*time.Second),
+		"-p", seconds(spec.duration+10*time.Second),
+		"-u", "http://"+addr+"/groups", "-g", "-o", filepath.Join(dir, "slowloris"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := startExternal(cmd); err != nil {
+		st.answered("cannot run slowhttptest (scripts/require-packages slowhttptest): " + err.Error())
+		connected.Done()
+		return
+	}
+	exited := make(chan struct{})
+	go func() { waitExternal(cmd); close(exited) }()
+	// It opens every connection within its first second.
+	select {
+	case <-time.After(1500 * time.Millisecond):
+	case <-exited:
+	}
 	connected.Done()
-	// One goroutine for all: every 10 ms the next slice of connections gets its next byte,
-	// so each connection gets one byte per interval.
-	tick := 10 * time.Millisecond
-	perTick := float64(spec.count) * float64(tick) / float64(spec.interval)
-	budget := 0.0
-	ticker := time.NewTicker(tick)
-	next := 0
-	for now := range ticker.C {
-		if !now.Before(end) {
-			break
+	select {
+	case <-time.After(time.Until(end)):
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
 		}
-		budget += perTick
-		liveMu.Lock()
-		for ; budget >= 1 && spec.count > 0; budget-- {
-			i := next % spec.count
-			next++
-			if live[i] == nil {
-				continue
-			}
-			live[i].SetWriteDeadline(now.Add(100 * time.Millisecond))
-			if n, err := live[i].Write([]byte{byteAt(sent[i])}); n == 1 {
-				st.bytes.Add(1)
-				sent[i]++
-			} else if err != nil {
-				live[i] = nil // watch records the close
-			}
-		}
-		liveMu.Unlock()
+	case <-exited:
 	}
-	ticker.Stop()
-	ours.Store(true)
-	conns.closeAll()
 	st.stopped = time.Now()
+	rows, err := readSlowhttptestCSV(filepath.Join(dir, "slowloris.csv"))
+	if err != nil {
+		st.answered("slowhttptest: " + err.Error())
+		return
+	}
+	established, reached, closed := 0, 0, 0
+	st.mu.Lock()
+	for _, row := range rows {
+		established = max(established, row.connected)
+		reached = max(reached, row.connected+row.closed)
+		for ; closed < row.closed; closed++ {
+			st.closedAt = append(st.closedAt, row.at)
+		}
+	}
+	st.mu.Unlock()
+	st.connected.Store(int64(established))
+	st.dialFails.Store(int64(max(0, spec.count-reached)))
+}
+
+func max(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// slowhttptestRow is one second of slowhttptest's CSV: its connections closed so far (by the
+// service, or failed) and connected now.
+type slowhttptestRow struct {
+	at                time.Duration
+	closed, connected int
+}
+
+// readSlowhttptestCSV reads `Seconds,Closed,Pending,Connected,Service Available`.
+func readSlowhttptestCSV(path string) ([]slowhttptestRow, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	records, err := csv.NewReader(file).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	if len(records) < 2 || len(records[0]) < 4 || records[0][1] != "Closed" || records[0][3] != "Connected" {
+		return nil, fmt.Errorf("%s: not the CSV this tool reads", path)
+	}
+	var rows []slowhttptestRow
+	for _, record := range records[1:] {
+		second, _ := strconv.Atoi(record[0])
+		closed, _ := strconv.Atoi(record[1])
+		connected, _ := strconv.Atoi(record[3])
+		rows = append(rows, slowhttptestRow{at: time.Duration(second) * time.Second, closed: closed, connected: connected})
+	}
+	return rows, nil
 }
 
 // MARK: - Descriptor exhaustion

@@ -9,7 +9,8 @@
 //	flood      event streams of /groups that, after the stream's first bytes, write bytes into
 //	           the connection as fast as the socket takes them (within -flood-rate)
 //	chunks     chunked POSTs whose chunk-size line never ends: '0' bytes forever
-//	slowloris  request heads sent one byte per -slowloris-interval, never finished
+//	slowloris  Debian's slowhttptest -H: request heads that get one more short header line
+//	           per -slowloris-interval, never finished
 //	fds        a burst of silent connections beyond the service's open-file limit, held
 //
 // and the part-3 attacks (part3.go), which run with a derived configuration (part3config.go:
@@ -96,7 +97,7 @@ func main() {
 	flag.Float64Var(&o.chunks.rate, "chunks-rate", 16, "MiB/s they write in all, at most (0: as fast as the sockets take)")
 	flag.IntVar(&o.slowloris.count, "slowloris", 500, "slowloris connections")
 	flag.DurationVar(&o.slowloris.duration, "slowloris-duration", 12*time.Second, "how long they run")
-	flag.DurationVar(&o.slowloris.interval, "slowloris-interval", 3*time.Second, "between two bytes of one slowloris connection")
+	flag.DurationVar(&o.slowloris.interval, "slowloris-interval", 3*time.Second, "between two header lines of one slowloris connection (whole seconds: slowhttptest -i)")
 	flag.IntVar(&o.fds.count, "fds", 2048, "connections of the descriptor-exhaustion burst")
 	flag.DurationVar(&o.fds.duration, "fds-duration", 12*time.Second, "how long the burst's connections are held")
 	part3Flags := func(spec *attackSpec, name string, conns int, perSecond float64, what string) {
@@ -159,8 +160,8 @@ func main() {
 			log.Fatalf("unknown attack %q (flood, chunks, slowloris, fds, tokens, params, forwarded, xff, all)", name)
 		}
 	}
-	if o.slowloris.interval <= 0 || o.rounds < 1 || o.fdLimit < 0 || o.wrkDuration < time.Second {
-		log.Fatal("-slowloris-interval must be > 0, -rounds ≥ 1, -fd-limit ≥ 0 (0: the inherited limit), -wrk-duration ≥ 1s")
+	if o.slowloris.interval < time.Second || o.rounds < 1 || o.fdLimit < 0 || o.wrkDuration < time.Second {
+		log.Fatal("-slowloris-interval must be ≥ 1s, -rounds ≥ 1, -fd-limit ≥ 0 (0: the inherited limit), -wrk-duration ≥ 1s")
 	}
 	runtime.GOMAXPROCS(*procs)
 	need := 100
@@ -224,7 +225,7 @@ func describeAttacks(o options) string {
 		parts = append(parts, fmt.Sprintf("chunks %d × %s (≤ %s in all)", o.chunks.count, o.chunks.duration, rate(o.chunks.rate)))
 	}
 	if o.attacks["slowloris"] {
-		parts = append(parts, fmt.Sprintf("slowloris %d × %s (1 byte per %s each)", o.slowloris.count, o.slowloris.duration, o.slowloris.interval))
+		parts = append(parts, fmt.Sprintf("slowloris %d × %s (slowhttptest -H: a header line per %s each)", o.slowloris.count, o.slowloris.duration, o.slowloris.interval))
 	}
 	if o.attacks["fds"] {
 		parts = append(parts, fmt.Sprintf("fds burst %d × %s", o.fds.count, o.fds.duration))
@@ -580,6 +581,9 @@ func printRound(o options, r roundResult) {
 		sent := fmt.Sprintf("%.1f MiB | %.1f MiB/s", float64(bytes)/(1<<20), float64(bytes)/(1<<20)/seconds)
 		if bytes < 1<<20 {
 			sent = fmt.Sprintf("%d B | %.0f B/s", bytes, float64(bytes)/seconds)
+		}
+		if st.name == "slowloris" {
+			sent = "- | -" // slowhttptest does not say
 		}
 		opened := "-"
 		if st.name != "chunks" && st.name != "slowloris" && st.name != "fds" && st.name != "xff" {

@@ -40,7 +40,50 @@ func (s sample) serviceNs() int64 {
 func toolCPU() time.Duration {
 	var usage syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &usage)
-	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
+	return time.Duration(usage.Utime.Nano()+usage.Stime.Nano()) + externalCPU()
+}
+
+// The attackers this tool runs as processes (slowhttptest): their CPU time counts as the
+// tool's, read from /proc while they run and from their exit status once they ended.
+var external struct {
+	mu    sync.Mutex
+	live  map[int]bool
+	ended time.Duration
+}
+
+// startExternal starts an attacker process whose CPU time counts as this tool's.
+func startExternal(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	external.mu.Lock()
+	if external.live == nil {
+		external.live = map[int]bool{}
+	}
+	external.live[cmd.Process.Pid] = true
+	external.mu.Unlock()
+	return nil
+}
+
+// waitExternal waits for an attacker started by startExternal and keeps its CPU time.
+func waitExternal(cmd *exec.Cmd) {
+	cmd.Wait()
+	external.mu.Lock()
+	delete(external.live, cmd.Process.Pid)
+	if cmd.ProcessState != nil {
+		external.ended += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	external.mu.Unlock()
+}
+
+func externalCPU() time.Duration {
+	external.mu.Lock()
+	defer external.mu.Unlock()
+	var pids []int
+	for pid := range external.live {
+		pids = append(pids, pid)
+	}
+	return external.ended + time.Duration(processTicks(pids))*10*time.Millisecond
 }
 
 // sampler reads /proc every `every` until stopped.
