@@ -14,7 +14,7 @@
 # server.maxHeaderBytes, each a new identity; 200,000 distinct X-Forwarded-For clients from
 # the trusted loopback peer. They run, baseline included, with a configuration the tool
 # derives from the shipped one (auth.jwt, trustedProxies, a 1,000,000/s limit by ip, three
-# resources), and their answers are counted by status. For them this script adds the fixture
+# resources), and their answers are counted by status. For them the tool adds the fixture
 # files of /me/groups and /teams/T/groups and gives the fixture's nginx 64 KiB header
 # buffers. Until the service survives a token whose JSON ends 513 arrays deep, the tokens
 # attack crashes it; -tokens-nested=false leaves those two tokens out (README).
@@ -33,11 +33,12 @@
 # Every flag is the tool's (Benchmarks/load/attack/, Go standard library; method and flags in
 # its README.md). The service is the release build (`swift build -c release --product
 # tributary`, or TRIBUTARY_BIN=path) with the shipped config/tributary.yaml, its upstreams
-# pointed at the fixture, access log off (TRIBUTARY_LOG_LEVEL=warning). Env: N=10 (groups),
-# BENCH_SOURCE (default ../shared/bench next to this repository), UPSTREAM_PORT (default: a
-# free one), QUIET_MAX=15 QUIET_WAIT=30 (before each round, wait at most QUIET_WAIT s for the
-# machine to be at most QUIET_MAX% busy). nginx is stopped by the PID in its pid file and the
-# tool by its PID on exit, Ctrl-C included; the tool stops the services it starts by PID.
+# pointed at the fixture, access log off (TRIBUTARY_LOG_LEVEL=warning). The tool builds the
+# fixture (../shared/bench's gen.py) and runs its nginx (../shared/bench's nginx.conf) on a
+# free loopback port itself. Env: N=10 (groups), BENCH_SOURCE (default ../shared/bench next
+# to this repository), QUIET_MAX=15 QUIET_WAIT=30 (before each round, wait at most QUIET_WAIT
+# s for the machine to be at most QUIET_MAX% busy). The tool is stopped by its PID on exit,
+# Ctrl-C included; it stops nginx and the services it starts by PID.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench=${BENCH_SOURCE:-$root/../shared/bench}
@@ -46,39 +47,6 @@ command -v wrk >/dev/null || { echo "wrk is missing (apt-get install wrk)" >&2; 
 command -v nginx >/dev/null || { echo "nginx is missing (apt-get install nginx-light)" >&2; exit 1; }
 command -v prlimit >/dev/null || { echo "prlimit is missing (util-linux)" >&2; exit 1; }
 "$root/scripts/require-packages" slowhttptest   # the slowloris attack (as root; otherwise it says what to install)
-[ -x "$bench/upstream/run-upstream.sh" ] || { echo "no nginx fixture at $bench/upstream (set BENCH_SOURCE)" >&2; exit 1; }
+[ -f "$bench/upstream/gen.py" ] || { echo "no nginx fixture at $bench/upstream (set BENCH_SOURCE)" >&2; exit 1; }
 
-port=${UPSTREAM_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
-work=$(mktemp -d /tmp/tributary-attack-fixture.XXXXXX)
-started=
-cleanup() {
-    if [ -n "$started" ]; then
-        "$bench/upstream/stop-upstream.sh" "$port" >/dev/null 2>&1 || true
-        rm -rf "/tmp/bench-upstream-$port"
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-python3 "$bench/upstream/gen.py" "$groups" "$work/fixtures" >/dev/null
-# The part-3 attacks' routes on the same fixture: /me/groups (the forwarded resource) and
-# /teams/T/groups for a few teams, among them the look-alikes the params attack sends (K and
-# the Kelvin sign, NFC and NFD é: distinct files, as they are distinct values).
-for dir in me teams/core teams/K teams/$'\xe2\x84\xaa' teams/$'\xc3\xa9' teams/e$'\xcc\x81'; do
-    mkdir -p "$work/fixtures/$dir"
-    cp "$work/fixtures/groups.json" "$work/fixtures/$dir/groups.json"
-    cp -r "$work/fixtures/groups" "$work/fixtures/$dir/groups"
-done
-# The fixture's nginx, with header buffers large enough for the forwarded attack's
-# Authorization (16 KiB: nginx's default refuses a header line over 8 KiB with 400, and the
-# service would answer 502 for every forwarded request).
-cp -r "$bench/upstream" "$work/upstream"
-sed -i 's|^http {|http {\n    large_client_header_buffers 4 64k;|' "$work/upstream/nginx.conf"
-chmod -R a+rX "$work"   # nginx workers run unprivileged
-started=1
-"$work/upstream/run-upstream.sh" "$port" "$work/fixtures" >/dev/null
-nginx_pid=$(cat "/tmp/bench-upstream-$port/nginx.pid")
-
-"$root/Benchmarks/load/run-tool.sh" attack -config "$root/config/tributary.yaml" \
-    -upstream "http://127.0.0.1:$port" -upstream-pid "$nginx_pid" -expected "$work/fixtures/expected.json" "$@"
+exec "$root/Benchmarks/load/run-tool.sh" attack -config "$root/config/tributary.yaml" -bench "$bench" -groups "$groups" "$@"
