@@ -4,18 +4,22 @@ import Logging
 
 /// Reloads the configuration on `SIGHUP` (docs/operations.md, "Reloading the configuration"): reads it
 /// again from the same sources as at start (`load`), and when it is valid has every worker
-/// apply it on its own loop, the first worker first (it makes the shared live pipelines, on
-/// the shares' home loop, so new streams on any worker get pipelines of the new definition). Settings that need a restart keep their running
-/// values and are named in a warning. An invalid configuration changes nothing: the error,
-/// which names the key, is logged. Counted in `tributary_config_reloads_total{result}`.
+/// apply it on its own loop, with what they share taking it up around them
+/// (``ProcessShares/willApply(_:replacing:)`` before, ``ProcessShares/didApply(_:replacing:)``
+/// once all have). Settings that need a restart keep their running values and are named in a
+/// warning. An invalid configuration changes nothing: the error, which names the key, is
+/// logged. Counted in `tributary_config_reloads_total{result}`.
 ///
 /// Reloads do not interleave: a `SIGHUP` while the workers still apply the previous one is
 /// remembered and done once they all have (several such signals make one more reload).
-/// Runs on the first worker's loop.
+/// Runs on the process's own loop (``ProcessShares/loop``).
 final class ConfigurationReloader {
     private let load: () throws -> Configuration
-    private let first: Worker
-    private let others: [LoopBound<Worker>]
+    /// The configuration applied last (or started with).
+    private var running: Configuration
+    private let workers: [LoopBound<Worker>]
+    private let shares: ProcessShares
+    private let loop: EventLoop
     private let logger: Logger
     /// Workers still applying the reload under way (nil: none is).
     private var applying: Int?
@@ -24,10 +28,15 @@ final class ConfigurationReloader {
     private let succeeded = Counter(label: "tributary_config_reloads_total", dimensions: [("result", "ok")])
     private let failed = Counter(label: "tributary_config_reloads_total", dimensions: [("result", "error")])
 
-    init(load: @escaping () throws -> Configuration, first: Worker, others: [LoopBound<Worker>], logger: Logger) {
+    init(
+        load: @escaping () throws -> Configuration, running: Configuration, workers: [LoopBound<Worker>], shares: ProcessShares,
+        loop: EventLoop, logger: Logger
+    ) {
         self.load = load
-        self.first = first
-        self.others = others
+        self.running = running
+        self.workers = workers
+        self.shares = shares
+        self.loop = loop
         self.logger = logger
     }
 
@@ -43,7 +52,6 @@ final class ConfigurationReloader {
             another = true
             return logger.info("configuration reload: waiting for the one being applied")
         }
-        let running = first.configuration
         let loaded: Configuration
         do {
             loaded = try load()
@@ -57,30 +65,31 @@ final class ConfigurationReloader {
                            metadata: ["keys": "\(restartOnly.joined(separator: ", "))"])
         }
         let applied = loaded.keepingRestartOnlySettings(of: running)
-        let summary = Self.changes(from: running, to: applied)
-        first.apply(applied)
-        applying = others.count
-        let reloader = LoopBound(self, loop: first.loop)
-        for other in others {
-            other.loop.execute {
-                other.value.apply(applied)
-                reloader.loop.execute { reloader.value.workerApplied(summary) }
+        let replaced = running
+        running = applied
+        shares.willApply(applied, replacing: replaced)
+        applying = workers.count
+        let reloader = LoopBound(self, loop: loop)
+        for worker in workers {
+            worker.loop.execute {
+                worker.value.apply(applied)
+                reloader.loop.execute { reloader.value.workerApplied(applied, replacing: replaced) }
             }
         }
-        if others.isEmpty { finished(summary) }
     }
 
-    private func workerApplied(_ summary: Logger.Metadata) {
+    private func workerApplied(_ applied: Configuration, replacing replaced: Configuration) {
         guard let remaining = applying else { return }
         applying = remaining - 1
-        if remaining == 1 { finished(summary) }
+        if remaining == 1 { finished(applied, replacing: replaced) }
     }
 
     /// Every worker applied the reload: it is done; one asked for meanwhile starts now.
-    private func finished(_ summary: Logger.Metadata) {
+    private func finished(_ applied: Configuration, replacing replaced: Configuration) {
         applying = nil
+        shares.didApply(applied, replacing: replaced)
         succeeded.increment()
-        logger.info("configuration reloaded", metadata: summary)
+        logger.info("configuration reloaded", metadata: Self.changes(from: replaced, to: applied))
         if another {
             another = false
             reload()
@@ -89,10 +98,10 @@ final class ConfigurationReloader {
 
     /// The resources a reload adds, removes and changes, for its log line.
     private static func changes(from running: Configuration, to applied: Configuration) -> Logger.Metadata {
-        let before = Set(running.resources.keys)
-        let after = Set(applied.resources.keys)
-        let changed = before.intersection(after).filter { running.definition(of: $0) != applied.definition(of: $0) }
-        let listed = { (names: Set<String>) in Logger.MetadataValue.string(names.isEmpty ? "none" : names.sorted().joined(separator: ",")) }
-        return ["added": listed(after.subtracting(before)), "removed": listed(before.subtracting(after)), "changed": listed(changed)]
+        let endings = ProcessShares.endings(from: running, to: applied)
+        let added = Set(applied.resources.keys).subtracting(running.resources.keys)
+        let listed = { (names: [String]) in Logger.MetadataValue.string(names.isEmpty ? "none" : names.sorted().joined(separator: ",")) }
+        return ["added": listed(Array(added)), "removed": listed(endings.filter { $0.value == .removed }.map(\.key)),
+                "changed": listed(endings.filter { $0.value == .changed }.map(\.key))]
     }
 }

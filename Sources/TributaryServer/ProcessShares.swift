@@ -11,10 +11,13 @@ public import Telemetry
 /// key identities are hashed with, the directory of live streams, and the process's place
 /// in the fleet.
 ///
-/// Made on its ``home`` loop, which runs the shared pipelines and the fleet's agent: the
-/// worker on that loop makes the pipelines when another worker first asks for one.
+/// Made on the process's own ``loop``, where the fleet's agent and the JWKS fetcher run; the
+/// workers are alike, and each runs the shared pipelines whose keys fall to it.
 public final class ProcessShares: Sendable {
-    let home: EventLoop
+    /// The process's own loop: the fleet's agent and the JWKS fetcher. ``Service`` runs it on
+    /// a thread no worker serves from; a process of one worker made without shares uses the
+    /// worker's.
+    let loop: EventLoop
     let pipelines: LivePipelines
     let breakers: CircuitBreakers
     let staleSnapshots: StaleSnapshots
@@ -30,7 +33,7 @@ public final class ProcessShares: Sendable {
     let readiness: Readiness
     /// Verifies bearer tokens, keeping those verified (nil without `auth.jwt`).
     let tokens: TokenVerifier?
-    /// Fetches the JWKS on the home loop (nil without `auth.jwt.jwks`).
+    /// Fetches the JWKS on the process's loop (nil without `auth.jwt.jwks`).
     let jwks: LoopBound<JWKSFetcher>?
     /// The process's rate limits (a fleet's while Redis is away), and its clients' streams.
     let rateLimits: LocalRateLimiter
@@ -38,12 +41,11 @@ public final class ProcessShares: Sendable {
     /// Where requests, upstream calls and refreshes record their spans (nil: tracing is off).
     let spans: Spans?
 
-    /// The shares of a process serving `configuration`; on `home`, which they are made on.
-    public init(configuration: Configuration, home: EventLoop, logger: Logger, spans: Spans? = nil) {
+    /// The shares of a process serving `configuration`, made on `loop`, the process's own.
+    public init(configuration: Configuration, loop: EventLoop, logger: Logger, spans: Spans? = nil) {
         _ = MetricsExport.registry  // metrics exist before any handle is made
-        self.home = home
+        self.loop = loop
         self.spans = spans
-        pipelines = LivePipelines(home: home, maxIdentities: configuration.server.maxIdentities)
         rateLimits = LocalRateLimiter(capacity: configuration.server.maxRateLimitBuckets)
         breakers = CircuitBreakers(logger: logger)
         staleSnapshots = StaleSnapshots(budget: configuration.server.staleIfErrorBytes)
@@ -55,10 +57,12 @@ public final class ProcessShares: Sendable {
         self.directory = directory
         let readiness = Readiness(needsFleet: configuration.cluster != nil) { logger.info("ready") }
         self.readiness = readiness
-        cluster = configuration.cluster.map { settings in
-            let agent = ClusterAgent(settings: settings, loop: home, directory: directory, logger: logger) { readiness.joinedFleet() }
-            return ClusterLink(agent: LoopBound(agent, loop: home))
+        let cluster = configuration.cluster.map { settings in
+            let agent = ClusterAgent(settings: settings, loop: loop, directory: directory, logger: logger) { readiness.joinedFleet() }
+            return ClusterLink(agent: LoopBound(agent, loop: loop))
         }
+        self.cluster = cluster
+        pipelines = LivePipelines(fleet: cluster?.agent, maxIdentities: configuration.server.maxIdentities)
         guard let jwt = configuration.auth.jwt else {
             tokens = nil
             jwks = nil
@@ -78,7 +82,7 @@ public final class ProcessShares: Sendable {
             }
         }
         let fetcher = jwt.jwks.map { url in
-            LoopBound(JWKSFetcher(url: url, every: jwt.jwksRefresh, keys: keys, loop: home, logger: logger), loop: home)
+            LoopBound(JWKSFetcher(url: url, every: jwt.jwksRefresh, keys: keys, loop: loop, logger: logger), loop: loop)
         }
         jwks = fetcher
         var refetch: (@Sendable (String, @escaping @Sendable () -> Void) -> Void)?
@@ -86,5 +90,38 @@ public final class ProcessShares: Sendable {
             refetch = { kid, done in fetcher.loop.execute { fetcher.value.refetch(for: kid, done) } }
         }
         tokens = TokenVerifier(settings: jwt, keys: keys, tokens: verified, hasher: identities, refetch: refetch)
+    }
+}
+
+extension ProcessShares {
+    /// A reload is about to reach the workers (on ``loop``, before any worker applies it):
+    /// the fleet stops sharing the resources it removes or changes now, so that a pipeline of
+    /// a new definition, which the agent adopts on this loop, is adopted after this.
+    func willApply(_ applied: Configuration, replacing running: Configuration) {
+        staleSnapshots.budget = applied.server.staleIfErrorBytes
+        for name in Self.endings(from: running, to: applied).keys { cluster?.agent.value.release(name) }
+    }
+
+    /// Every worker applied the reload and ended the streams of what it removed or changed:
+    /// the pipelines of those resources that no stream follows (a public document kept
+    /// stopped) are forgotten, and the detail caches of those removed.
+    func didApply(_ applied: Configuration, replacing running: Configuration) {
+        for (name, ending) in Self.endings(from: running, to: applied) {
+            pipelines.forgetIdle(of: name)
+            if ending == .removed { detailCaches.forget(name) }
+        }
+    }
+
+    /// The resources `running` serves that `applied` removes or changes.
+    static func endings(from running: Configuration, to applied: Configuration) -> [String: ResourceEnding] {
+        var endings: [String: ResourceEnding] = [:]
+        for name in running.resources.keys {
+            guard let definition = applied.definition(of: name) else {
+                endings[name] = .removed
+                continue
+            }
+            if definition != running.definition(of: name) { endings[name] = .changed }
+        }
+        return endings
     }
 }

@@ -6,12 +6,14 @@ import Glibc
 import Synchronization
 
 /// Runs Tributary: the process's ``ProcessShares``, built once, and `server.workers` workers
-/// alike, each an event loop on a thread of its own (the first on the calling thread, which
-/// is also the shares' home loop: the shared live pipelines and the fleet's agent run there),
-/// all listening on one port with SO_REUSEPORT. SIGINT and
-/// SIGTERM stop it gracefully: no new connections, event streams ended, requests in flight
-/// answered within `server.shutdownTimeout`. SIGHUP reloads the configuration when `reload`
-/// says how to read it again (``ConfigurationReloader``). Returns when every worker has stopped.
+/// alike, each an event loop on a thread of its own (the first on the calling thread), all
+/// listening on one port with SO_REUSEPORT; each runs the shared live pipelines whose keys
+/// fall to it. The process's own loop, on one more thread (a process of one worker shares
+/// its loop), serves no request: signals, reloads, and the fleet's agent and the JWKS
+/// fetcher (``ProcessShares/loop``). SIGINT and SIGTERM stop it
+/// gracefully: no new connections, event streams ended, requests in flight answered within
+/// `server.shutdownTimeout`. SIGHUP reloads the configuration when `reload` says how to read
+/// it again (``ConfigurationReloader``). Returns when every worker has stopped.
 public enum Service {
     /// Runs until a stop signal; `ready` is called with the bound port once all workers listen.
     /// `reload` reads the configuration again from the sources it was read from at start.
@@ -29,16 +31,25 @@ public enum Service {
         LibeventLog.route { severity, message in
             logger.log(level: severity == .error ? .error : .debug, "\(message)", metadata: ["source": "libevent"])
         }
-        let shared = configuration.server.workers > 1
-        let loop = try EventLoop()
-        let shares = ProcessShares(configuration: configuration, home: loop, logger: logger, spans: spans)
-        let first = try Worker(configuration: configuration, loop: loop, logger: logger, shares: shares)
-        let port = try first.bind(reusePort: shared)
-        var others: [(worker: LoopBound<Worker>, stopped: Latch<Void>)] = []
+        let reusePort = configuration.server.workers > 1
+        // Worker 0 runs on the calling thread and binds the configured port (0: any free one);
+        // the others, on threads of their own, join it. The process's own loop is one more
+        // thread, except in a process of one worker, which it shares: a second thread would
+        // make glibc take its multi-threaded paths (locked malloc, cancellable system calls),
+        // about 1 % more instructions per request.
+        let firstLoop = try EventLoop()
+        let loop = configuration.server.workers > 1 ? try EventLoop() : firstLoop
+        let shares = ProcessShares(configuration: configuration, loop: loop, logger: logger, spans: spans)
+        let first = try Worker(configuration: configuration, loop: firstLoop, logger: logger.forWorker(0), shares: shares)
+        let port = try first.bind(reusePort: reusePort)
+        var others: [(worker: LoopBound<Worker>, port: UInt16, stopped: Latch<Void>)] = []
         for index in 1..<configuration.server.workers {
             others.append(try startWorker(index, configuration: configuration, port: port, shares: shares, logger: logger))
         }
-        let reloader = reload.map { ConfigurationReloader(load: $0, first: first, others: others.map(\.worker), logger: logger) }
+        let workers = [LoopBound(first, loop: firstLoop)] + others.map(\.worker)
+        let reloader = reload.map {
+            ConfigurationReloader(load: $0, running: configuration, workers: workers, shares: shares, loop: loop, logger: logger)
+        }
         let deadline = configuration.server.shutdownTimeout
         var stopping = false
         let stop = {
@@ -46,42 +57,56 @@ public enum Service {
             stopping = true
             reloader?.stop()
             logger.info("stopping", metadata: ["deadline": "\(deadline)"])
-            for other in others {
-                let worker = other.worker
+            shares.cluster?.leave()
+            for worker in workers {
                 worker.loop.execute { worker.value.shutDown(within: deadline) { worker.loop.stop() } }
             }
-            first.shutDown(within: deadline) { loop.stop() }
         }
         var watchers = try [SIGINT, SIGTERM].map { try SignalWatcher(loop: loop, signal: $0, action: stop) }
         if let reloader { watchers.append(try SignalWatcher(loop: loop, signal: SIGHUP) { reloader.reload() }) }
+        // The process's own loop, on a thread of its own until the last worker stopped (the
+        // fleet's agent may still be saying goodbye to Redis meanwhile).
+        let processStopped = loop === firstLoop ? nil : Latch<Void>()
+        if let processStopped {
+            let duties = LoopBound(watchers, loop: loop)
+            DetachedThread {
+                do { try loop.run() } catch { logger.error("the process's loop failed", metadata: ["error": "\(error)"]) }
+                duties.release()
+                processStopped.set(())
+            }.start()
+        }
         logger.info("listening", metadata: ["address": "\(configuration.server.listen.host):\(port)", "workers": "\(configuration.server.workers)"])
         ready(port)
-        try withExtendedLifetime((first, watchers)) { try loop.run() }
+        try withExtendedLifetime((first, watchers)) { try firstLoop.run() }
         for other in others { other.stopped.wait() }
+        if let processStopped {
+            loop.stop()
+            processStopped.wait()
+        }
         logger.info("stopped")
     }
 
-    /// Starts worker `index` on a thread of its own, listening on `port` with the others.
+    /// Starts worker `index` on a thread of its own, listening on `port` with the others;
+    /// returns it with the port it bound and a latch set once its loop stopped.
     private static func startWorker(
         _ index: Int, configuration: Configuration, port: UInt16, shares: ProcessShares, logger: Logger
-    ) throws -> (worker: LoopBound<Worker>, stopped: Latch<Void>) {
-        let ready = Latch<Result<LoopBound<Worker>, any Error>>()
+    ) throws -> (worker: LoopBound<Worker>, port: UInt16, stopped: Latch<Void>) {
+        let ready = Latch<Result<(LoopBound<Worker>, UInt16), any Error>>()
         let stopped = Latch<Void>()
         DetachedThread {
             do {
                 let loop = try EventLoop()
-                var workerLogger = logger
-                workerLogger[metadataKey: "worker"] = "\(index)"
-                let worker = try Worker(configuration: configuration, loop: loop, logger: workerLogger, shares: shares)
-                try worker.bind(port: port, reusePort: true)
-                ready.set(.success(LoopBound(worker, loop: loop)))
+                let worker = try Worker(configuration: configuration, loop: loop, logger: logger.forWorker(index), shares: shares)
+                let bound = try worker.bind(port: port, reusePort: true)
+                ready.set(.success((LoopBound(worker, loop: loop), bound)))
                 try withExtendedLifetime(worker) { try loop.run() }
             } catch {
                 ready.set(.failure(error))
             }
             stopped.set(())
         }.start()
-        return (try ready.wait().get(), stopped)
+        let (worker, bound) = try ready.wait().get()
+        return (worker, bound, stopped)
     }
 
     /// Lifts the soft limit on open files to the hard one: every connection, upstream one
@@ -121,5 +146,14 @@ public enum Service {
         let port = try ready.wait().get()
         logger.info("demo upstream listening", metadata: ["address": "\(address.host):\(port)"])
         return port
+    }
+}
+
+extension Logger {
+    /// This logger, its lines naming worker `index`.
+    fileprivate func forWorker(_ index: Int) -> Logger {
+        var logger = self
+        logger[metadataKey: "worker"] = "\(index)"
+        return logger
     }
 }

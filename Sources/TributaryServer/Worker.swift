@@ -1,4 +1,4 @@
-public import Aggregation
+import Aggregation
 public import EventLoop
 import HTTPServer
 import UpstreamClient
@@ -8,10 +8,11 @@ public import Logging
 /// Everything one event loop serves: the HTTP server, the upstream client and its pools, the
 /// resources from the configuration, their live streams, and the routes to them. Several
 /// workers (one per thread) share a port; they are alike, and share the process's
-/// ``ProcessShares`` (live pipelines, breakers, budgets, the fleet). Loop-confined.
+/// ``ProcessShares`` (live pipelines, breakers, budgets, the fleet). Each runs the shared live
+/// pipelines whose keys fall to it (``LivePipelines``). Loop-confined.
 ///
 /// ```swift
-/// let shares = ProcessShares(configuration: configuration, home: loop, logger: logger)
+/// let shares = ProcessShares(configuration: configuration, loop: loop, logger: logger)
 /// let worker = try Worker(configuration: configuration, loop: loop, logger: logger, shares: shares)
 /// try worker.bind()
 /// try loop.run()
@@ -46,7 +47,7 @@ public final class Worker {
         self.loop = loop
         self.configuration = configuration
         self.logger = logger
-        let shares = shares ?? ProcessShares(configuration: configuration, home: loop, logger: logger)
+        let shares = shares ?? ProcessShares(configuration: configuration, loop: loop, logger: logger)
         self.shares = shares
         client = UpstreamClient(loop: loop, configuration: .init(connectionBudgets: shares.connectionBudgets, spans: shares.spans))
         pipelines = WorkerPipelines(loop: loop, registry: shares.pipelines, clientSharePercent: configuration.server.maxClientSharePercent)
@@ -59,7 +60,7 @@ public final class Worker {
         observer = RequestObserver(logger: logger)
         connections = ConnectionObserver(logger: logger)
         server = try HTTPServer(loop: loop, limits: configuration.server.limits) { _ in }
-        registerRoutes()
+        registerRoutes(ending: [:])
         server.handler = { [unowned self] request in route(request) }
         server.onComplete = { [unowned self] request in completed(request) }
         server.onConnectionCountChange = { [unowned self] count in connections.connectionCountChanged(to: count) }
@@ -81,7 +82,6 @@ public final class Worker {
     public func shutDown(within deadline: Duration, then done: @escaping () -> Void) {
         shares.readiness.draining()
         server.stopAccepting()
-        if loop === shares.home { shares.cluster?.leave() }
         streams.finishAll()
         let timer = LoopTimer(loop: loop) { [unowned self] in
             logger.warning("shutdown deadline passed", metadata: ["open requests": "\(server.openRequestCount)"])
@@ -134,39 +134,26 @@ public final class Worker {
     /// the running ones (``Configuration/keepingRestartOnlySettings(of:)``). New requests see
     /// the new routes; a resource whose definition (its settings and its upstream's) did not
     /// change keeps its routes, pipelines and live streams untouched; the streams of one that
-    /// was removed or changed end with `resource_removed` or `resource_changed`. The worker on
-    /// the shares' home loop applies it first, as it makes the shared pipelines.
+    /// was removed or changed end with `resource_removed` or `resource_changed`. What the
+    /// workers share takes it up around them (``ProcessShares/willApply(_:replacing:)``).
     public func apply(_ configuration: Configuration) {
+        let endings = ProcessShares.endings(from: self.configuration, to: configuration)
         self.configuration = configuration
         cors = CORSPolicy(allowedOrigins: Set(configuration.server.corsOrigins))
         admin.token = configuration.server.adminToken
         gate.trustedProxies = configuration.server.trustedProxies
         gate.streamsPerClient = configuration.streamsPerClient
         pipelines.clientSharePercent = configuration.server.maxClientSharePercent
-        if loop === shares.home { shares.staleSnapshots.budget = configuration.server.staleIfErrorBytes }
-        registerRoutes()
+        registerRoutes(ending: endings)
     }
 
-    /// Builds the router from ``configuration``: mounts every resource not mounted with the
-    /// same definition yet, ends the streams of those removed or changed, and adds the
+    /// Builds the router from ``configuration``: unmounts the resources in `endings` (removed
+    /// or changed) and ends their streams, mounts every resource not mounted yet, and adds the
     /// endpoints that list the resources (`/events`, `/openapi.json`).
-    private func registerRoutes() {
+    private func registerRoutes(ending endings: [String: ResourceEnding]) {
         updateUpstreams()
-        var endings: [String: ResourceEnding] = [:]
-        for (name, resource) in mounted {
-            guard let definition = configuration.definition(of: name) else {
-                endings[name] = .removed
-                continue
-            }
-            if definition != resource.definition { endings[name] = .changed }
-        }
-        for (name, ending) in endings {
-            mounted[name] = nil
-            if loop === shares.home { shares.cluster?.release(name) }
-            if ending == .removed { shares.detailCaches.forget(name) }
-        }
+        for name in endings.keys { mounted[name] = nil }
         streams.end(endings)
-        if loop === shares.home { for name in endings.keys { shares.pipelines.forgetIdle(of: name) } }
         for name in configuration.resources.keys.sorted() {
             if let kept = mounted[name] {
                 kept.door.policy = AccessPolicy(resource: name, configuration)
@@ -174,10 +161,8 @@ public final class Worker {
                 mounted[name] = mount(name)
             }
         }
-        if loop === shares.home {
-            // Weakly: a pipeline first followed after this worker stopped ends at once.
-            shares.pipelines.setFactory(LoopBound({ [weak self] pipeline in self?.makePipeline(pipeline) ?? EndedLiveSource(name: pipeline.key.resource) }, loop: loop))
-        }
+        // Weakly: a pipeline first followed after this worker stopped ends at once.
+        shares.pipelines.setRunner(LoopBound({ [weak self] pipeline in self?.makePipeline(pipeline) ?? EndedLiveSource(name: pipeline.key.resource) }, loop: loop))
         var router = Router<Route>()
         for name in mounted.keys.sorted() { mounted[name]!.register(&router) }
         EventsRoutes(
@@ -256,9 +241,9 @@ public final class Worker {
         }
     }
 
-    /// The source of a shared live pipeline of a `kind: list` resource, as the registry asks
-    /// the worker on its home loop: the resource for the pipeline's parameter values and
-    /// caller, refreshed on its interval, and in a fleet shared by every replica.
+    /// A shared live pipeline of a `kind: list` resource that falls to this worker, made on its
+    /// loop: the resource for the pipeline's parameter values and caller, refreshed on its
+    /// interval, its calls through this worker's client and batch windows.
     private func makePipeline(_ pipeline: SharedPipeline) -> any LiveSource {
         guard case .list(let settings) = pipeline.definition.resource else {
             preconditionFailure("shared live pipelines are of list resources only")
@@ -270,12 +255,10 @@ public final class Worker {
             name: name, upstream: upstream, definition: settings.definition, parameters: pipeline.request.parameters,
             caller: pipeline.request.caller, sharing: detailSharing(of: name, pipeline.definition), revalidates: true)
         let window = configuration.sse.progressiveWindow
-        let local = LiveResource(
+        return LiveResource(
             name: name, refreshInterval: settings.refreshInterval, loop: loop, spans: spans, snapshot: list.snapshot(trace:),
             firstDocument: { [loop] trace in list.progressiveSnapshot(trace: trace, loop: loop, window: window) },
             reusedDocument: { list.reusedLastDocument })
-        guard let cluster = shares.cluster else { return local }
-        return cluster.agent.value.adopt(local, key: pipeline.key, maximumDocumentBytes: pipeline.definition.upstream.policy.maxResponseBytes)
     }
 
     /// What the snapshots of list resource `name` share about details on this worker: its

@@ -301,7 +301,7 @@ struct PatchStreamTests {
         world.groups.update { $0.groups[1].name = "Renamed" }
         try await world.reloadGroupsAndWait()
         let groupsPatch = try await resumed.next()
-        #expect(groupsPatch.type == "patch", "the first event after resuming is the change, as a patch")
+        #expect(groupsPatch.type == "patch", "the first event after resuming is the change, as a patch: \(groupsPatch.type) \(groupsPatch.id ?? "") \(groupsPatch.data.prefix(400))")
         #expect(try client.takeTagged(groupsPatch) == groups)
         try await PatchStreamTests.expectCurrent(client.documents[groups], version: CompositeVersions(groupsPatch.id)[groups],
                                                   get: "/\(groups)", on: world.service)

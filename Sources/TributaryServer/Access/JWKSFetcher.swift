@@ -6,7 +6,7 @@ import UpstreamClient
 /// fetched at start, every `jwksRefresh`, and when a token names a `kid` the set does not
 /// have (an issuer rotating its keys), at most once every ``refetchInterval``, so a client
 /// sending made-up `kid`s cannot make the service hammer the issuer. Fetched with the
-/// service's own ``UpstreamClient``, on the shares' home loop. A failed fetch keeps the keys
+/// service's own ``UpstreamClient``, on the process's own loop. A failed fetch keeps the keys
 /// known (and is logged); it never empties the set. Loop-confined.
 final class JWKSFetcher {
     static let refetchInterval: Duration = .seconds(10)

@@ -6,8 +6,8 @@ import Logging
 import OpenCombine
 import Redis
 
-/// One replica's member of the fleet: the process's connection to Redis, on the first
-/// worker's loop (hiredis on that loop's own libevent). It
+/// One replica's member of the fleet: the process's connection to Redis, on the process's
+/// own loop (``ProcessShares/loop``; hiredis on that loop's own libevent). It
 ///
 /// - decides, every third of `cluster.leaseTTL`, the role of each shared live resource
 ///   (``FleetLiveResource``): lead it while holding its lease, follow the leader's states, or
@@ -117,10 +117,10 @@ final class ClusterAgent {
 
     var isConnected: Bool { redis.state == .connected }
 
-    /// Makes `local`, the pipeline of `key`, a pipeline of the whole fleet; states from Redis
-    /// whose document is larger than `maximumDocumentBytes` (its upstream's
-    /// `maxResponseBytes`) are refused.
-    func adopt(_ local: LiveResource, key: SharingKey, maximumDocumentBytes: Int) -> FleetLiveResource {
+    /// Makes `local`, the pipeline of `key` (run by a worker, reached through a bridge to its
+    /// loop), a pipeline of the whole fleet; states from Redis whose document is larger than
+    /// `maximumDocumentBytes` (its upstream's `maxResponseBytes`) are refused.
+    func adopt(_ local: any LiveSource, key: SharingKey, maximumDocumentBytes: Int) -> FleetLiveResource {
         let fleet = FleetLiveResource(
             local: local, key: key, name: Self.fleetName(of: key), agent: self, maximumDocumentBytes: maximumDocumentBytes)
         if let replaced = resources[fleet.name] { stopSharing(replaced) }

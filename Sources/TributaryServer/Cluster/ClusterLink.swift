@@ -1,7 +1,7 @@
 import EventLoop
 import HTTPServer
 
-/// How any worker of the process reaches its ``ClusterAgent`` (on the first worker's loop).
+/// How any worker of the process reaches its ``ClusterAgent`` (on the process's own loop).
 struct ClusterLink: Sendable {
     let agent: LoopBound<ClusterAgent>
 

@@ -25,8 +25,9 @@ import Rivers
 /// alone, so when the fleet forms again a follower may have shown newer data than the
 /// leader's latest, and keeps it until the leader refreshes past it. A time from Redis is never
 /// ahead of this replica's clock by more than `leaseTTL` (``FleetSeal`` refuses it), and every
-/// sum with one saturates. Loop-confined to the first
-/// worker's loop; the process's other workers reach it through ``RemoteLiveResource``.
+/// sum with one saturates. Loop-confined to the agent's loop, the process's own; the
+/// workers reach it through ``RemoteLiveResource``, and it reaches the worker that runs its
+/// pipeline through another.
 final class FleetLiveResource: LiveSource {
     enum Role: Equatable {
         case idle
@@ -54,7 +55,8 @@ final class FleetLiveResource: LiveSource {
     /// Subscribers of ``states`` in this process (one per other worker that has any).
     private(set) var subscribers = 0
 
-    private let local: LiveResource
+    /// The pipeline as this replica runs it: a bridge to the worker that runs it.
+    private let local: any LiveSource
     private unowned let agent: ClusterAgent
     /// The largest document taken from Redis: the upstream's `maxResponseBytes`.
     private let maximumDocumentBytes: Int
@@ -64,7 +66,7 @@ final class FleetLiveResource: LiveSource {
     private var pipeline: AnyCancellable?
     private var relay: AnyCancellable?
 
-    init(local: LiveResource, key: SharingKey, name: String, agent: ClusterAgent, maximumDocumentBytes: Int) {
+    init(local: any LiveSource, key: SharingKey, name: String, agent: ClusterAgent, maximumDocumentBytes: Int) {
         self.name = name
         self.key = key
         self.local = local

@@ -6,13 +6,16 @@ import Synchronization
 
 /// The process's shared live pipelines of `kind: list` resources: one per ``SharingKey``
 /// (resource, parameter values, identity) that some stream watches, however many streams on
-/// however many workers watch it. Every pipeline runs on one loop, ``home`` (where the fleet's
-/// agent runs too); workers follow it through their ``WorkerPipelines``.
+/// however many workers watch it. Each runs on one worker, chosen by its key
+/// (``SharedPipeline/runner``), so the pipelines spread over the workers as the fleet spreads
+/// them over replicas, and every worker, that one included, follows it through its
+/// ``WorkerPipelines``. In a fleet the agent shares each with the other replicas, on the
+/// process's own loop (``SharedPipeline/home``).
 ///
 /// ```
-///  worker 1 streams ─┐                       ┌─ key groups{}            ─▶ pipeline (home loop)
-///  worker 2 streams ─┼─ WorkerPipelines ─────┼─ key teamgroups{team=a}  ─▶ pipeline
-///                    │   (one follower       └─ key groups{}@1f2e…      ─▶ pipeline (alice's)
+///  worker 1 streams ─┐                       ┌─ key groups{}            ─▶ pipeline on worker 2
+///  worker 2 streams ─┼─ WorkerPipelines ─────┼─ key teamgroups{team=a}  ─▶ pipeline on worker 1
+///                    │   (one follower       └─ key groups{}@1f2e…      ─▶ pipeline on worker 2 (alice's)
 ///                    │    per key and worker)
 /// ```
 ///
@@ -35,8 +38,8 @@ import Synchronization
 /// it until it is forgotten, even if that client left and others still follow it: a share
 /// can never be given back twice, and what it counts is what the client made the process hold.
 final class LivePipelines: ReloadTargets {
-    /// Where every pipeline runs.
-    let home: EventLoop
+    /// In a fleet, the agent that shares every pipeline with the other replicas.
+    private let fleet: LoopBound<ClusterAgent>?
     private let maxIdentities: Int
     private let table = Mutex(Table())
 
@@ -50,8 +53,8 @@ final class LivePipelines: ReloadTargets {
         /// Keys each client started, by resource; identities each client started.
         var startedKeys: [Started: Int] = [:]
         var startedIdentities: [String: Int] = [:]
-        /// Makes a pipeline's source, on the home loop (set by the worker that runs there).
-        var factory: PipelineFactory?
+        /// How each worker makes the pipelines it runs, in the order the workers joined.
+        var runners: [PipelineRunner] = []
 
         /// One more key of `resource` for `client` (`by`: +1 or -1), forgotten at zero.
         mutating func count(_ key: SharingKey, of client: String, by change: Int) {
@@ -88,18 +91,25 @@ final class LivePipelines: ReloadTargets {
         let resource: String
     }
 
-    init(home: EventLoop, maxIdentities: Int) {
-        self.home = home
+    init(fleet: LoopBound<ClusterAgent>?, maxIdentities: Int) {
+        self.fleet = fleet
         self.maxIdentities = maxIdentities
     }
 
-    /// How the home worker makes the source of a shared pipeline: from the resource's
-    /// definition as the worker has mounted it. Called on ``home`` only.
-    typealias PipelineFactory = LoopBound<(SharedPipeline) -> any LiveSource>
+    /// How a worker makes the pipelines it runs, on its loop: from the pipeline's definition,
+    /// with the worker's upstream client and batch windows.
+    typealias PipelineRunner = LoopBound<(SharedPipeline) -> any LiveSource>
 
-    /// Sets how pipelines are made (the home worker, at start and after every reload).
-    func setFactory(_ factory: PipelineFactory) {
-        table.withLock { $0.factory = factory }
+    /// Sets how the worker on `runner`'s loop makes pipelines (each worker, at start and
+    /// after every reload); the first call of a worker adds it to those that run pipelines.
+    func setRunner(_ runner: PipelineRunner) {
+        table.withLock { table in
+            if let index = table.runners.firstIndex(where: { $0.loop === runner.loop }) {
+                table.runners[index] = runner
+            } else {
+                table.runners.append(runner)
+            }
+        }
     }
 
     /// What bounds the pipelines of one resource: `maxLivePipelines`, and the share of it and
@@ -153,10 +163,12 @@ final class LivePipelines: ReloadTargets {
                         "this client started live pipelines for its share of \(share) identities; close a stream first"))
                 }
             }
-            guard let factory = table.factory else {
+            guard !table.runners.isEmpty else {
                 return .failure(HTTPError(status: 503, code: "starting", message: "the service is starting"))
             }
-            let pipeline = SharedPipeline(request: request, definition: definition, refreshInterval: refreshInterval, factory: factory)
+            let runner = table.runners[Self.spread(key, over: table.runners.count)]
+            let pipeline = SharedPipeline(
+                request: request, definition: definition, refreshInterval: refreshInterval, runner: runner, fleet: fleet)
             pipeline.followers = 1
             if !replacing {
                 table.perResource[key.resource, default: 0] += 1
@@ -176,6 +188,14 @@ final class LivePipelines: ReloadTargets {
         }
     }
 
+    /// Which of `count` workers runs the pipeline of `key`: the same one for the same key in
+    /// every run (FNV-1a over the key's canonical text, not Swift's per-process seeded hash).
+    static func spread(_ key: SharingKey, over count: Int) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.canonicalText.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int(hash % UInt64(count))
+    }
+
     /// A worker's last stream of `pipeline`'s key went: one follower less; the key is
     /// forgotten with its last.
     func release(_ pipeline: SharedPipeline) {
@@ -184,7 +204,7 @@ final class LivePipelines: ReloadTargets {
             guard pipeline.followers == 0, table.pipelines[pipeline.key] === pipeline,
                   pipeline.key != .publicDocument(of: pipeline.key.resource) else { return }
             table.pipelines[pipeline.key] = nil
-            home.execute { pipeline.retire() }
+            pipeline.home.execute { pipeline.retire() }
             table.forget(pipeline.key)
         }
     }
@@ -205,9 +225,7 @@ final class LivePipelines: ReloadTargets {
     /// document kept stopped has nothing to refresh, and is not counted.
     func reload(_ aim: ReloadAim) -> Int {
         let pipelines = followed(aim)
-        home.execute {
-            for pipeline in pipelines { pipeline.runningSource?.reload() }
-        }
+        for pipeline in pipelines { pipeline.home.execute { pipeline.runningSource?.reload() } }
         return pipelines.count
     }
 
@@ -225,6 +243,13 @@ final class LivePipelines: ReloadTargets {
         table.withLock { $0.perResource[resource] ?? 0 }
     }
 
+    /// The loop each pipeline of `resource` runs on, with its parameter values (for tests).
+    func runners(of resource: String) -> [(parameters: ParameterValues, loop: EventLoop)] {
+        table.withLock { table in
+            table.pipelines.values.filter { $0.key.resource == resource }.map { ($0.key.parameters, $0.runsOn) }
+        }
+    }
+
     /// Identities with live pipelines.
     var identityCount: Int {
         table.withLock { $0.identities.count }
@@ -236,50 +261,76 @@ final class LivePipelines: ReloadTargets {
     }
 }
 
-/// One shared live pipeline: the key it is for, what it was asked with, and its source,
-/// made on the home loop the first time a worker follows it. `@unchecked Sendable`: its
-/// source is touched on the home loop only, its followers under ``LivePipelines``' lock.
+/// One shared live pipeline: the key it is for, what it was asked with, the worker that runs
+/// it, and its source, made the first time a worker follows it. `@unchecked Sendable`: its
+/// local pipeline is touched on its runner's loop only, its source on ``home`` only,
+/// its followers under ``LivePipelines``' lock.
 final class SharedPipeline: @unchecked Sendable {
     let key: SharingKey
     /// The parameter values and the caller whose forwarded headers its upstream calls carry.
     let request: ResourceRequest
     let definition: Configuration.ResourceDefinition
     let refreshInterval: Duration
-    private let factory: LivePipelines.PipelineFactory
+    /// The worker that runs it: its upstream calls go from that worker's client, through its
+    /// batch windows.
+    private let runner: LivePipelines.PipelineRunner
+    /// In a fleet, the agent that shares it with the other replicas.
+    private let fleet: LoopBound<ClusterAgent>?
     /// Workers following it (under the registry's lock).
     fileprivate var followers = 0
-    /// Home loop only.
+    /// The pipeline the runner made (runner's loop only).
+    private var local: (any LiveSource)?
+    /// What workers follow: the local pipeline, or in a fleet the fleet's (on ``home`` only).
     private var source: (any LiveSource)?
 
     fileprivate init(
         request: ResourceRequest, definition: Configuration.ResourceDefinition, refreshInterval: Duration,
-        factory: LivePipelines.PipelineFactory
+        runner: LivePipelines.PipelineRunner, fleet: LoopBound<ClusterAgent>?
     ) {
         key = request.key
         self.request = request
         self.definition = definition
         self.refreshInterval = refreshInterval
-        self.factory = factory
+        self.runner = runner
+        self.fleet = fleet
     }
 
-    /// The pipeline's source, made now if it was not yet (on the home loop).
+    /// The loop of the worker that runs it.
+    var runsOn: EventLoop { runner.loop }
+
+    /// Where its source lives and workers follow it from: the runner's loop; in a fleet the
+    /// agent's, which bridges the runner's pipeline in while this replica leads or runs alone.
+    var home: EventLoop { fleet?.loop ?? runner.loop }
+
+    /// What workers follow, made now if it was not yet (on ``home``).
     var liveSource: any LiveSource {
         if let source { return source }
-        let made = factory.value(self)
+        let made: any LiveSource
+        if let fleet {
+            let bridge = RemoteLiveResource(name: key.resource, ownerLoop: runner.loop, source: { self.localSource }, loop: fleet.loop)
+            made = fleet.value.adopt(bridge, key: key, maximumDocumentBytes: definition.upstream.policy.maxResponseBytes)
+        } else {
+            made = localSource
+        }
         source = made
         return made
     }
 
-    /// The source if it was made (on the home loop).
+    /// The runner's pipeline, made now if it was not yet (on the runner's loop).
+    private var localSource: any LiveSource {
+        if let local { return local }
+        let made = runner.value(self)
+        local = made
+        return made
+    }
+
+    /// The source if it was made (on ``home``).
     fileprivate var runningSource: (any LiveSource)? { source }
 
-    /// No worker will follow it again: its source lets go of what it holds (on the home loop).
+    /// No worker will follow it again: its source lets go of what it holds (on ``home``).
     fileprivate func retire() {
         source?.retire()
     }
-
-    /// The loop it runs on.
-    var home: EventLoop { factory.loop }
 }
 
 /// The source of a pipeline asked for while the service stops: its states end at once, and

@@ -9,10 +9,10 @@ import Rivers
 /// `fields` they asked for). A follower is a bridge to the pipeline (``RemoteLiveResource``),
 /// so a state crosses to a worker once, however many of its streams show it.
 ///
-/// The pipeline's home loop follows it through a bridge too, like every other worker. A new
-/// state then reaches each worker as a job on its loop, all of them queued before any fans
-/// out, and the workers write to their streams side by side. Were the home's streams the
-/// pipeline's own subscribers, the home would write to every one of them before reaching the
+/// The worker that runs a pipeline follows it through a bridge too, like every other worker.
+/// A new state then reaches each worker as a job on its loop, all of them queued before any
+/// fans out, and the workers write to their streams side by side. Were the runner's streams
+/// the pipeline's own subscribers, it would write to every one of them before reaching the
 /// bridge that starts another worker (wherever that bridge sits among them): the workers would
 /// fan out one after the other, at one worker's pace. Loop-confined.
 final class WorkerPipelines {
@@ -86,7 +86,7 @@ final class WorkerPipelines {
         }
         // A follower of the key for an older definition (a reload changed the resource) is
         // replaced here; its streams keep it, and it lets go of its pipeline with their last.
-        // A bridge on the pipeline's home loop too: see the type's comment.
+        // A bridge on the pipeline's own worker too: see the type's comment.
         let source = RemoteLiveResource(name: key.resource, ownerLoop: pipeline.home, source: { pipeline.liveSource }, loop: loop)
         let follower = Follower(pipeline: pipeline, source: source)
         follower.streams = 1
