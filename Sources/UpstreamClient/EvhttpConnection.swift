@@ -106,7 +106,7 @@ final class EvhttpConnection: UpstreamConnection {
         }
         let headers = evhttp_request_get_output_headers(raw)
         HeaderList.add("Host", request.base.origin.hostHeader, to: headers)
-        for (name, value) in request.headers where request.trace == nil || !RequestHead.isTrace(name) {
+        for (name, value) in request.checkedHeaders.fields + request.headers where request.trace == nil || !RequestHead.isTrace(name) {
             HeaderList.add(name, value, to: headers)
         }
         if let trace = request.trace {

@@ -1,7 +1,8 @@
 import HTTPCore
 /// The bytes of an upstream request as ``SocketConnection`` sends them: the request line,
-/// `Host`, the request's headers, its trace's `traceparent` and `tracestate`, `Content-Length`
-/// when there is a body (or a method that expects one), the empty line, the body.
+/// `Host`, the request's checked headers (copied as they were checked, ``CheckedHeaders``),
+/// its other headers, its trace's `traceparent` and `tracestate`, `Content-Length` when there
+/// is a body (or a method that expects one), the empty line, the body.
 ///
 /// A header that cannot go on the wire as one line (a CR, LF or NUL in its value, or a name
 /// that is not a token) is left out, never sent: its bytes would otherwise start a header (or
@@ -45,6 +46,11 @@ enum RequestHead {
         writer.append(versionAndHost)
         writer.append(utf8Of: hostHeader)
         writer.appendLineEnd()
+        if request.trace != nil && request.checkedHeaders.namesTrace {
+            for (name, value) in request.checkedHeaders.fields where !isTrace(name) { writer.appendField(name, value) }
+        } else {
+            request.checkedHeaders.wire.withUnsafeBytes { writer.append($0) }
+        }
         for (name, value) in request.headers {
             withUTF8(of: name) { name in
                 withUTF8(of: value) { value in
@@ -90,6 +96,7 @@ enum RequestHead {
     private static func capacity(_ request: UpstreamRequest, hostHeader: String) -> Int {
         var capacity = request.method.rawValue.utf8.count + 1 + request.base.path.utf8.count + request.path.utf8.count
             + versionAndHost.utf8CodeUnitCount + hostHeader.utf8.count + 2 + 2
+        capacity += request.checkedHeaders.wire.count
         for (name, value) in request.headers {
             capacity += name.utf8.count + 2 + value.utf8.count + 2
         }
@@ -150,6 +157,15 @@ enum RequestHead {
             append(UInt8(ascii: "\n"))
         }
 
+        /// `name: value` and the line end (a field checked before).
+        mutating func appendField(_ name: String, _ value: String) {
+            append(utf8Of: name)
+            append(UInt8(ascii: ":"))
+            append(UInt8(ascii: " "))
+            append(utf8Of: value)
+            appendLineEnd()
+        }
+
         @inline(__always)
         mutating func append(utf8Of text: String) {
             RequestHead.withUTF8(of: text) { append($0) }
@@ -175,6 +191,13 @@ enum RequestHead {
     @inline(__always)
     private static func isSendable(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
         !name.isEmpty && HTTPSyntax.endOfToken(in: name, from: 0) == name.count && !isFraming(name) && isSendable(value: value)
+    }
+
+    /// The same for a field as strings (``CheckedHeaders``).
+    static func isSendable(name: String, value: String) -> Bool {
+        var sendable = false
+        withUTF8(of: name) { name in withUTF8(of: value) { value in sendable = isSendable(name: name, value: value) } }
+        return sendable
     }
 
     /// Whether a header value may go on the wire: no CR, LF or NUL in it.

@@ -6,7 +6,12 @@ public struct UpstreamRequest: Sendable {
     public var method: HTTPMethod
     /// The path below the base URL, already percent-encoded, e.g. `/groups/a%2Fb/metadata?x=1`.
     public var path: String
+    /// Fields checked on this call (a conditional request's validator), written after
+    /// ``checkedHeaders``.
     public var headers: [(String, String)]
+    /// Fields checked once for all the calls that carry them (an upstream's own, a caller's
+    /// forwarded ones), written first.
+    public var checkedHeaders: CheckedHeaders
     /// The trace this call is a span of: the client writes its `traceparent` (with a new span
     /// id for each attempt) and `tracestate` into the head, and leaves out any of `headers` by
     /// those names. Written in place, a trace costs a call no strings and no header array
@@ -35,14 +40,15 @@ public struct UpstreamRequest: Sendable {
     public var call: StaticString
 
     public init(
-        base: BaseURL, method: HTTPMethod = .get, path: String, headers: [(String, String)] = [],
-        trace: TraceContext? = nil, body: [UInt8] = [], timeout: Duration = .seconds(10),
+        base: BaseURL, method: HTTPMethod = .get, path: String, checkedHeaders: CheckedHeaders = .none,
+        headers: [(String, String)] = [], trace: TraceContext? = nil, body: [UInt8] = [], timeout: Duration = .seconds(10),
         keptResponseHeaders: [StaticString] = [], maxResponseBytes: Int = 8 * 1024 * 1024, call: StaticString = "call"
     ) {
         self.base = base
         self.method = method
         self.path = path
         self.headers = headers
+        self.checkedHeaders = checkedHeaders
         storedTrace = TraceSlot(context: trace)
         self.body = body
         self.timeout = timeout

@@ -47,6 +47,17 @@ struct RecentIdentitiesTests {
         #expect(recent.count == 2)
     }
 
+    @Test("a caller's key is its parts, each length-prefixed by its UTF-8 bytes: one per caller, byte for byte", arguments: [
+        (nil, []), ("", []), ("alice", [("Authorization", "Bearer a")]), (nil, [("X-A", "1:x"), ("X-B", "")]),
+        ("\u{212A}elvin", [("X-Key", "caf\u{E9}"), ("X-Key", "cafe\u{301}")]), (String(repeating: "s", count: 12_345), []),
+    ] as [(String?, [(String, String)])])
+    func keyIsLengthPrefixed(subject: String?, headers: [(String, String)]) {
+        var expected = subject.map { "\($0.utf8.count):\($0)" } ?? "-"
+        for (name, value) in headers { expected += "|\(name.utf8.count):\(name)\(value.utf8.count):\(value)" }
+        let key = RecentIdentities.key(subject: subject, headers: headers.map { (name: $0.0, value: $0.1) })
+        #expect(key.map { Array($0.utf8) } == (expected.utf8.count <= RecentIdentities.longestKey ? Array(expected.utf8) : nil))
+    }
+
     @Test("a credential longer than longestKey is hashed every time, not kept")
     func longNotKept() {
         let recent = RecentIdentities(hasher: Self.hasher)

@@ -313,7 +313,8 @@ struct UpstreamResponseFramingTests {
         await harness.stop()
     }
 
-    /// Such a header is left out and the others are sent (``RequestHead``), as evhttp did.
+    /// Such a header is left out and the others are sent (``RequestHead``), as evhttp did;
+    /// checked on the call or once before (``CheckedHeaders``, a caller's forwarded headers).
     @Test("a header with CR or LF in its name or value never becomes a header line of its own, nor a folded one", arguments: [
         Injection(name: "X-Note", value: "a\r\nInjected: yes"),
         Injection(name: "X-Note", value: "a\nInjected: yes"),
@@ -322,13 +323,15 @@ struct UpstreamResponseFramingTests {
         Injection(name: "X-Note\r\nInjected", value: "yes"),
         Injection(name: "X-Note", value: "a\r\n Injected: yes"),
         Injection(name: "X-Note", value: "a\r\n\tInjected: yes"),
-    ])
-    func headerInjection(injection: Injection) async throws {
+    ], [false, true])
+    func headerInjection(injection: Injection, checkedOnce: Bool) async throws {
         let upstream = try RawUpstream.start { _ in .send(bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")) }
         defer { upstream.stop() }
         let harness = try await Harness()
-        let request = UpstreamRequest(
-            base: try BaseURL(upstream.baseURL), path: "/inject", headers: [("X-Before", "1"), (injection.name, injection.value), ("X-After", "2")])
+        let fields = [("X-Before", "1"), (injection.name, injection.value), ("X-After", "2")]
+        let request = checkedOnce
+            ? UpstreamRequest(base: try BaseURL(upstream.baseURL), path: "/inject", checkedHeaders: CheckedHeaders(fields))
+            : UpstreamRequest(base: try BaseURL(upstream.baseURL), path: "/inject", headers: fields)
         let outcome = try await call(harness, 1, request)
         // A request smuggled behind the first would be read by the upstream before anything
         // the client sends next: a second call makes it show.

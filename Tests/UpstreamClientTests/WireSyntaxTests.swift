@@ -216,6 +216,29 @@ struct WireSyntaxTests {
             == "GET /api/items?x=1 HTTP/1.1\r\nHost: upstream.test:8080\r\nX-Ok: \r\n\r\n")
     }
 
+    @Test("headers checked once keep only what may go on the wire, go first, and give way to a call's trace")
+    func checkedHeaders() throws {
+        let checked = CheckedHeaders([("Accept", "application/json"), ("X-Bad", "a\r\nInjected: 1"), ("Host", "evil"), ("", "x")])
+            .appending([("Authorization", "Bearer a"), ("Content-Length", "9"), ("traceparent", "caller"), ("Bad Name", "1")])
+        #expect(checked.fields.map { "\($0.0)=\($0.1)" } == ["Accept=application/json", "Authorization=Bearer a", "traceparent=caller"])
+        let base = try BaseURL("http://upstream.test:8080")
+        var bytes: [UInt8] = []
+        let plain = UpstreamRequest(base: base, path: "/items", checkedHeaders: checked, headers: [("If-None-Match", #""v1""#)])
+        RequestHead.write(plain, hostHeader: base.origin.hostHeader, into: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == "GET /items HTTP/1.1\r\nHost: upstream.test:8080\r\nAccept: application/json\r\n"
+            + "Authorization: Bearer a\r\ntraceparent: caller\r\nIf-None-Match: \"v1\"\r\n\r\n")
+        let trace = TraceContext(traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: nil)
+        bytes = []
+        RequestHead.write(UpstreamRequest(base: base, path: "/items", checkedHeaders: checked, trace: trace), hostHeader: base.origin.hostHeader, into: &bytes)
+        let traced = String(decoding: bytes, as: UTF8.self)
+        #expect(traced.hasPrefix("GET /items HTTP/1.1\r\nHost: upstream.test:8080\r\nAccept: application/json\r\nAuthorization: Bearer a\r\n"
+            + "traceparent: 00-0af7651916cd43dd8448eb211c80319c-") && !traced.contains("caller"), "\(traced)")
+        let long = CheckedHeaders([("X-Fill", String(repeating: "v", count: 2_000))])
+        bytes = []
+        RequestHead.write(UpstreamRequest(base: base, path: "/items", checkedHeaders: long), hostHeader: base.origin.hostHeader, into: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self).hasSuffix("X-Fill: \(String(repeating: "v", count: 2_000))\r\n\r\n"), "measured, past the usual buffer")
+    }
+
     static func head(headers: [(String, String)], trace: TraceContext) throws -> String {
         let request = UpstreamRequest(base: try BaseURL("http://upstream.test:8080/api"), path: "/items", headers: headers, trace: trace)
         var bytes: [UInt8] = []

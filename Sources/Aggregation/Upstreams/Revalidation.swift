@@ -44,7 +44,7 @@ public struct Validators: Sendable, Equatable {
     /// The headers of a call that asks whether the answer changed: `If-None-Match` with the
     /// entity tag; without one, `If-Modified-Since` with the date (a recipient ignores the
     /// date when there is a tag, RFC 9110 §13.1.3, so one header says all).
-    public var conditionalHeaders: UpstreamHeaders {
+    public var conditionalHeaders: [(String, String)] {
         conditionalHeader.map { [$0] } ?? []
     }
 

@@ -61,13 +61,13 @@ public final class Upstream {
     /// `headers` go on every call (the configuration refuses the names a client must not
     /// set); the client's headers named in `forward` go on every call its requests cause.
     public init(
-        name: String, base: BaseURL, policy: Policy = .init(), headers: UpstreamHeaders = [], forward: [String] = [],
+        name: String, base: BaseURL, policy: Policy = .init(), headers: [(String, String)] = [], forward: [String] = [],
         client: UpstreamClient, breaker: CircuitBreaker? = nil
     ) {
         self.name = name
         self.base = base
         self.policy = policy
-        baseHeaders = acceptingJSON + headers
+        baseHeaders = acceptingJSON.appending(headers)
         forwardedHeaderNames = forward
         self.client = client
         self.breaker = breaker
@@ -89,9 +89,10 @@ public final class Upstream {
     }
 
     /// The headers of a call made for `caller`: the upstream's own, then the headers its
-    /// client's request carried that this upstream forwards.
+    /// client's request carried that this upstream forwards, checked for the wire here, once
+    /// for all the calls of the caller's request.
     public func headers(for caller: Caller) -> UpstreamHeaders {
-        caller.forwardedHeaders.isEmpty ? baseHeaders : baseHeaders + caller.forwardedHeaders.map { ($0.name, $0.value) }
+        caller.forwardedHeaders.isEmpty ? baseHeaders : baseHeaders.appending(caller.forwardedHeaders.lazy.map { ($0.name, $0.value) })
     }
 
     /// GET `path` and make something of the parsed body with `read`, whose failure fails the
@@ -189,8 +190,8 @@ where Downstream.Input == Value, Downstream.Failure == ResourceError {
     }
 }
 
-/// The headers of an upstream call, as sent: name and value.
-public typealias UpstreamHeaders = [(String, String)]
+/// The headers of an upstream call, as sent: name and value, checked for the wire once.
+public typealias UpstreamHeaders = CheckedHeaders
 
 /// What every fetch asks for.
 private let acceptingJSON: UpstreamHeaders = [("Accept", "application/json")]
@@ -313,7 +314,7 @@ class JSONFetch<Value> {
         let sent = conditions.map { $0.asksPlainly ? nil : validatorsToSend() } ?? nil
         conditions?.sentValidators = sent
         let request = UpstreamRequest(
-            base: upstream.base, path: path, headers: sent?.conditionalHeader.map { headers + CollectionOfOne($0) } ?? headers, trace: trace,
+            base: upstream.base, path: path, checkedHeaders: headers, headers: sent?.conditionalHeader.map { [$0] } ?? [], trace: trace,
             timeout: upstream.policy.timeout, keptResponseHeaders: conditions == nil ? [] : AnswerHeaders.names,
             maxResponseBytes: upstream.policy.maxResponseBytes, call: purpose)
         // A closure that captures nothing, handed the fetch: no allocation per call.
