@@ -50,7 +50,7 @@ RUN swift package resolve
 
 # SwiftPM validates every target of the manifest, so the test and benchmark sources come too.
 # The binary carries the default configuration (`tributary demo` needs no file): the link
-# Sources/TributaryServer/Configuration/shipped.yaml points at config/tributary.yaml.
+# Sources/TributaryConfiguration/shipped.yaml points at config/tributary.yaml.
 COPY Sources ./Sources
 COPY Tests ./Tests
 COPY Benchmarks ./Benchmarks

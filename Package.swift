@@ -141,24 +141,38 @@ let package = Package(
 
         // MARK: - The service
 
+        /// Everything Tributary is told: each setting declared once (Settings.swift), read from
+        /// the file, the environment and the command line, checked, what a reload applies, the
+        /// tables of docs/configuration.md and `--help`; config/tributary.yaml compiled in.
+        .target(
+            name: "TributaryConfiguration",
+            dependencies: [
+                "Aggregation", "HTTPCore", "UpstreamClient", "Redis",
+                .product(name: "Yams", package: "Yams"),
+                // A key's PEM is parsed as the configuration is read, so a bad one fails the start.
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            // config/tributary.yaml, through a symbolic link, compiled in (ShippedConfiguration).
+            resources: [.embedInCode("shipped.yaml")],
+            swiftSettings: serviceSettings
+        ),
         .target(
             name: "TributaryServer",
             dependencies: [
                 "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "Rivers", "Aggregation", "Redis", "Telemetry",
+                "TributaryConfiguration",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Yams", package: "Yams"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 // JWT verification (Access/): the keys, the parser, the signature checks.
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
-            // config/tributary.yaml, through a symbolic link, compiled in (ShippedConfiguration);
-            // the live page's markup, style and script (IndexPage).
+            // The live page's markup, style and script (IndexPage).
             resources: [
-                .embedInCode("Configuration/shipped.yaml"), .embedInCode("Operations/LivePage/page.html"),
-                .embedInCode("Operations/LivePage/page.css"), .embedInCode("Operations/LivePage/page.js"),
+                .embedInCode("Operations/LivePage/page.html"), .embedInCode("Operations/LivePage/page.css"),
+                .embedInCode("Operations/LivePage/page.js"),
             ],
             swiftSettings: serviceSettings
         ),
@@ -178,7 +192,7 @@ let package = Package(
         .executableTarget(
             name: "tributary",
             dependencies: [
-                "TributaryServer", "UpstreamClient", "OTLPExport", "Telemetry",
+                "TributaryServer", "TributaryConfiguration", "UpstreamClient", "OTLPExport", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -194,7 +208,7 @@ let package = Package(
         .executableTarget(
             name: "AuthBench",
             dependencies: [
-                "Aggregation", "TributaryServer",
+                "Aggregation", "TributaryConfiguration", "TributaryServer",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -275,8 +289,8 @@ let package = Package(
         .testTarget(
             name: "TributaryServerTests",
             dependencies: [
-                "TributaryServer", "Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "Redis",
-                "TributaryTesting", "TestThreads",
+                "TributaryServer", "TributaryConfiguration", "Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient",
+                "Redis", "TributaryTesting", "TestThreads",
                 // Gzip answers inflated with zlib itself (HTTPSemanticsTests).
                 "CZlib",
                 // A timer's exposition compared with swift-prometheus's own (SecondsTimerFactoryTests).
@@ -293,6 +307,16 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        /// The settings' declarations, ranges and docs table (docs/configuration.md), the YAML reader.
+        .testTarget(
+            name: "TributaryConfigurationTests",
+            dependencies: [
+                "TributaryConfiguration", "HTTPCore", "TestThreads",
+                // Files made from Swift values, numbers at the ends of each range (SettingRangesTests).
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "TributaryTestingTests",
             dependencies: ["HTTPServer", "TributaryTesting", "TestThreads"],
@@ -303,7 +327,10 @@ let package = Package(
         .target(name: "CFuzzerDriver", path: "Tests/Fuzz/CFuzzerDriver"),
         .target(
             name: "FuzzChecks",
-            dependencies: ["Aggregation", "CFuzzerDriver", "HTTPCore", "HTTPServer", "UpstreamClient", "TributaryServer", "TributaryTesting"],
+            dependencies: [
+                "Aggregation", "CFuzzerDriver", "HTTPCore", "HTTPServer", "UpstreamClient", "TributaryConfiguration", "TributaryServer",
+                "TributaryTesting",
+            ],
             path: "Tests/Fuzz/FuzzChecks",
             swiftSettings: strictSettings
         ),

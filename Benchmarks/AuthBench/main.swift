@@ -11,6 +11,7 @@ import CryptoExtras
 import Foundation
 import JWTKit
 import Aggregation
+import TributaryConfiguration
 import TributaryServer
 
 struct Claims: JWTPayload {

@@ -1,6 +1,7 @@
 import CoreMetrics
 import EventLoop
 import Logging
+import TributaryConfiguration
 
 /// Reloads the configuration on `SIGHUP` (docs/operations.md, "Reloading the configuration"): reads it
 /// again from the same sources as at start (`load`), and when it is valid has every worker

@@ -3,6 +3,7 @@ public import EventLoop
 public import Logging
 import UpstreamClient
 public import Telemetry
+public import TributaryConfiguration
 
 /// What every worker of a process shares, built once by ``Service`` and handed to each
 /// worker alike: the live pipelines of shared resources (``LivePipelines``), the circuit

@@ -4,6 +4,7 @@ import EventLoop
 public import Logging
 import Glibc
 import Synchronization
+public import TributaryConfiguration
 
 /// Runs Tributary: the process's ``ProcessShares``, built once, and `server.workers` workers
 /// alike, each an event loop on a thread of its own (the first on the calling thread), all

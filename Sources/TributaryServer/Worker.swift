@@ -4,6 +4,7 @@ import HTTPServer
 import UpstreamClient
 import Telemetry
 public import Logging
+public import TributaryConfiguration
 
 /// Everything one event loop serves: the HTTP server, the upstream client and its pools, the
 /// resources from the configuration, their live streams, and the routes to them. Several
@@ -338,5 +339,13 @@ public final class Worker {
     private func completed(_ request: ServerRequest) {
         observer.completed(request)
         if shutdown != nil && server.openRequestCount == 0 && drainCheck == nil { drainThenFinish() }
+    }
+}
+
+extension Configuration.Server {
+    /// The HTTP server's limits: `maxHeaderBytes`, `maxBodyBytes`, `requestTimeout`, `maxConnections`.
+    var limits: HTTPServer.Limits {
+        HTTPServer.Limits(
+            maxHeaderBytes: maxHeaderBytes, maxBodyBytes: maxBodyBytes, timeout: requestTimeout, maxConnections: maxConnections)
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import OTLPExport
 import TributaryServer
+import TributaryConfiguration
 
 extension ServeOptions {
     /// Starts exporting over OTLP as `telemetry.otlp` and the `OTEL_*` variables say (nil:

@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import Logging
 import TributaryServer
+import TributaryConfiguration
 
 /// `tributary`: serve aggregated upstream APIs as JSON and server-sent events.
 struct Tributary: ParsableCommand {

@@ -1,6 +1,7 @@
 import Aggregation
 import Foundation
 import Testing
+@testable import TributaryConfiguration
 @testable import TributaryServer
 import TributaryTesting
 

@@ -2,6 +2,7 @@ import Aggregation
 import EventLoop
 import Foundation
 import Testing
+import TributaryConfiguration
 import TributaryServer
 import TributaryTesting
 

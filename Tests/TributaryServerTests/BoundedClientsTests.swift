@@ -1,5 +1,6 @@
 import Testing
 import TestThreads
+@testable import TributaryConfiguration
 @testable import TributaryServer
 import TributaryTesting
 

@@ -5,6 +5,7 @@ import Logging
 import OpenCombine
 import Redis
 import Testing
+@testable import TributaryConfiguration
 @testable import TributaryServer
 import TributaryTesting
 

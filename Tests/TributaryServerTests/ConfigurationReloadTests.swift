@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TributaryTesting
+import TributaryConfiguration
 
 /// `SIGHUP` to the real process: the configuration file is read again and applied by every
 /// worker, and the live streams follow what happened to their resource (docs/operations.md, "Reloading

@@ -4,6 +4,7 @@ import Glibc
 import UpstreamClient
 import Redis
 import Testing
+import TributaryConfiguration
 import TributaryServer
 import TributaryTesting
 

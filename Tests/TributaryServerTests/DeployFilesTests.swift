@@ -2,6 +2,7 @@ import Foundation
 import UpstreamClient
 import Redis
 import Testing
+import TributaryConfiguration
 import TributaryServer
 import TributaryTesting
 import Yams

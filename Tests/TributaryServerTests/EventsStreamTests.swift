@@ -1,6 +1,7 @@
 import Aggregation
 import Foundation
 import Testing
+import TributaryConfiguration
 import TributaryServer
 import TributaryTesting
 

@@ -3,6 +3,7 @@ import EventLoop
 import HTTPServer
 import UpstreamClient
 import Testing
+@testable import TributaryConfiguration
 @testable import TributaryServer
 
 /// What a replica writes to Redis is sealed with the fleet's secret, and what it reads there

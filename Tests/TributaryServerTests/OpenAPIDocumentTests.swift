@@ -1,6 +1,7 @@
 import Aggregation
 import Redis
 import Testing
+@testable import TributaryConfiguration
 @testable import TributaryServer
 import UpstreamClient
 

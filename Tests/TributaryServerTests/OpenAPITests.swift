@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TributaryConfiguration
 import TributaryServer
 import TributaryTesting
 

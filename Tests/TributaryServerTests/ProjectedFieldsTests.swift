@@ -1,6 +1,7 @@
 import Aggregation
 import HTTPCore
 import Testing
+import TributaryConfiguration
 import TributaryServer
 import TributaryTesting
 

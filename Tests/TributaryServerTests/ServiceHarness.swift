@@ -1,6 +1,7 @@
 import Aggregation
 import EventLoop
 import Logging
+import TributaryConfiguration
 import TributaryServer
 import TributaryTesting
 

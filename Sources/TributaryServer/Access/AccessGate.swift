@@ -2,6 +2,7 @@ import Aggregation
 import CoreMetrics
 import EventLoop
 import HTTPServer
+import TributaryConfiguration
 
 /// What a route asks of a request before it serves it (``AccessGate``): whether a token is
 /// required and with which scopes, and the rate limits it counts against.

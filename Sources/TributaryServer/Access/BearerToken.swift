@@ -1,4 +1,5 @@
 import HTTPServer
+import TributaryConfiguration
 
 /// Where a request carries its bearer token, in this order: `Authorization: Bearer T`
 /// (RFC 6750 §2.1); the cookie `tributary_token`, which an `EventSource` sends by itself;
@@ -6,7 +7,7 @@ import HTTPServer
 /// (never logged: ``RedactedTarget``). Every route that reads a token reads it the same way.
 enum BearerToken {
     static let cookieName = "tributary_token"
-    static let queryName = "access_token"
+    static var queryName: String { ServiceQueryParameter.accessToken }
 
     /// The token `request` carries, or nil. An `Authorization` header of another scheme
     /// (`Basic …`) carries none.

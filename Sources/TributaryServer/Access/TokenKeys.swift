@@ -6,6 +6,7 @@ import Foundation
 import Aggregation
 import JWTKit
 import Synchronization
+package import TributaryConfiguration
 
 /// The keys tokens are verified with, for the whole process: those of the file
 /// (`auth.jwt.keys`) and those of the last JWKS fetched (`auth.jwt.jwks`). Each is jwt-kit's

@@ -2,6 +2,7 @@ package import Aggregation
 import EventLoop
 import Glibc
 import JWTKit
+package import TributaryConfiguration
 
 /// Verifies bearer tokens (JWS compact, RFC 7515/7519) for the whole process, with jwt-kit:
 /// its parser reads the header and claims, its verifier for the key checks the signature

@@ -1,5 +1,6 @@
 import Aggregation
 import Synchronization
+import TributaryConfiguration
 
 /// The process's detail caches (`resources.NAME.details.cacheFor`): one ``DetailCache`` per
 /// list resource that has one, shared by every worker, so a detail any worker fetched serves

@@ -5,6 +5,7 @@ import HTTPServer
 import Logging
 import OpenCombine
 import Redis
+import TributaryConfiguration
 
 /// One replica's member of the fleet: the process's connection to Redis, on the process's
 /// own loop (``ProcessShares/loop``; hiredis on that loop's own libevent). It

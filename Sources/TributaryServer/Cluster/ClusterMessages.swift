@@ -2,6 +2,7 @@ import HTTPCore
 import Aggregation
 import EventLoop
 import HTTPServer
+import TributaryConfiguration
 
 /// What replicas tell each other through Redis, and how it is written: the payloads that
 /// ``FleetSeal`` signs and checks (it adds the MAC and the time), and what a replica checks

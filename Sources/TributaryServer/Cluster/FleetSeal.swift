@@ -1,4 +1,5 @@
 import HTTPCore
+import TributaryConfiguration
 
 /// Signs everything a replica writes to Redis and checks everything it reads there, with the
 /// fleet's shared ``ClusterSecret``: Redis is a meeting point, not a trusted party, and a

@@ -3,6 +3,7 @@ import HTTPServer
 import Aggregation
 import Glibc
 import HTTPCore
+public import TributaryConfiguration
 
 /// The built-in demo upstream: one HTTP server serving all three upstream APIs of the
 /// default configuration (`tasks`, `media`, `search`) with data that changes over time, so

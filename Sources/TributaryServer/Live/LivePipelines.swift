@@ -3,6 +3,7 @@ import EventLoop
 import HTTPServer
 import OpenCombine
 import Synchronization
+import TributaryConfiguration
 
 /// The process's shared live pipelines of `kind: list` resources: one per ``SharingKey``
 /// (resource, parameter values, identity) that some stream watches, however many streams on

@@ -3,6 +3,7 @@ import EventLoop
 import HTTPServer
 import OpenCombine
 import Rivers
+import TributaryConfiguration
 
 /// One worker's followers of the process's shared live pipelines (``LivePipelines``): one per
 /// ``SharingKey`` it has streams of, shared by those streams (and one projection of it per

@@ -1,4 +1,5 @@
 import Aggregation
+import TributaryConfiguration
 
 /// What tokens and rate limits add to the description: the bearer scheme (`auth.jwt`) on
 /// the operations that read a token, required where a resource requires one and optional

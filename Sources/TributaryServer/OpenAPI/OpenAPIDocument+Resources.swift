@@ -1,4 +1,5 @@
 import Aggregation
+import TributaryConfiguration
 
 /// The configured resources' paths, and `GET /events`, which carries any of them.
 extension OpenAPIDocument {

@@ -1,4 +1,5 @@
 import Aggregation
+import TributaryConfiguration
 
 /// `GET /openapi.json`: the OpenAPI 3.1 description of what a configuration serves, made from
 /// it, so a resource added to the configuration is described as soon as it is served.

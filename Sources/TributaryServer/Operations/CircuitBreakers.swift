@@ -1,6 +1,7 @@
 import Aggregation
 import Logging
 import Synchronization
+import TributaryConfiguration
 
 extension CircuitBreaker {
     /// A breaker for upstream `name` (``CircuitBreakers`` keeps the process's one), or nil

@@ -1,5 +1,6 @@
 import HTTPCore
 import HTTPServer
+import TributaryConfiguration
 
 /// `GET /events?resource=groups&resource=rows&resource=search&search.q=swift`: one event stream
 /// carrying several live resources (browsers hold at most six HTTP/1.1 connections per

@@ -1,6 +1,7 @@
 import Aggregation
 import HTTPServer
 import OpenCombine
+import TributaryConfiguration
 
 /// The JSON answers of one resource on one worker: how a `GET /<name>` (not a stream) gets
 /// its document. Loop-confined.

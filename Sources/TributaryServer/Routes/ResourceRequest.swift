@@ -1,6 +1,7 @@
 import Aggregation
 import HTTPCore
 import HTTPServer
+import TributaryConfiguration
 
 /// What one request asks of a resource: its parameter values, who asks (the ``Caller``: an
 /// identity and the headers forwarded for it), the ``SharingKey`` everything shared for it

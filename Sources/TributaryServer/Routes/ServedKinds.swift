@@ -3,6 +3,7 @@ import EventLoop
 import HTTPCore
 import HTTPServer
 import OpenCombine
+import TributaryConfiguration
 
 /// `kind: list` (e.g. `/groups`): a list plus each item's details. A JSON GET runs the
 /// snapshot for its parameter values and identity; a stream follows the process's shared

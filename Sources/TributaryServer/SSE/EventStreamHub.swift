@@ -3,6 +3,7 @@ import CoreMetrics
 import EventLoop
 import HTTPServer
 import OpenCombine
+import TributaryConfiguration
 
 /// The live event streams of one worker: it opens them, knows each resource they carry by its
 /// id (the streams registry: a stream's triggers and inputs are reached over HTTP through it),

@@ -1,4 +1,5 @@
 import HTTPServer
+import TributaryConfiguration
 
 /// How a stream sends each new document, as its `updates` query parameter asks: whole
 /// (`snapshot` events, the default) or, with `updates=patch`, as an RFC 6902 JSON Patch
@@ -13,7 +14,7 @@ enum EventUpdates: Equatable {
     case patches
 
     /// The parameter's name, and its values in the API description.
-    static let parameter = "updates"
+    static var parameter: String { ServiceQueryParameter.updates }
     static let values = ["snapshot", "patch"]
 
     /// The mode `value` names; none (or empty: an empty query value counts as absent) is

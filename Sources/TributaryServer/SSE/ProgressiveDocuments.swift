@@ -1,4 +1,5 @@
 import HTTPServer
+import TributaryConfiguration
 
 /// Whether a stream shows a pipeline's first document progressively, as its `progressive`
 /// query parameter asks (DESIGN.md, part 4): with `true`, the list as soon as it is known,
@@ -7,7 +8,7 @@ import HTTPServer
 /// waits for it). On `GET /events` it applies to every resource of the stream; resources
 /// that are not lists have no partial documents.
 enum ProgressiveDocuments {
-    static let parameter = "progressive"
+    static var parameter: String { ServiceQueryParameter.progressive }
     static let values = ["true", "false"]
 
     /// Whether `value` asks for progressive documents: `true`; none, empty or `false` does

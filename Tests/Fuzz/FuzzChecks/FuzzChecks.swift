@@ -3,6 +3,7 @@ import Foundation
 import HTTPCore
 import HTTPServer
 import UpstreamClient
+import TributaryConfiguration
 import TributaryServer
 import TributaryTesting
 

@@ -1,5 +1,6 @@
 import Glibc
 import HTTPServer
+import TributaryConfiguration
 
 /// The address a request comes from, for limits `by: ip` and for the quotas of clients
 /// without a token: the peer's, unless the peer is one of `server.trustedProxies`; then the

@@ -1,4 +1,5 @@
 import HTTPCore
+import TributaryConfiguration
 
 /// The generic cell rate algorithm (a leaky bucket written as one number per client): each
 /// admitted request pushes the client's *theoretical arrival time* (TAT) one emission

@@ -1,5 +1,6 @@
 import Aggregation
 import Synchronization
+import TributaryConfiguration
 
 /// The process's rate limits: each client's TAT (``GCRA``) under each policy, for every
 /// worker at once (one lock: a client's requests land on any worker, and the limit is the
@@ -19,7 +20,8 @@ import Synchronization
 /// `capacity` fresh names first, which are `capacity` whole bursts already: at most one more
 /// burst in `capacity + 1`.
 final class LocalRateLimiter: Sendable {
-    static let defaultCapacity = 100_000
+    /// `server.maxRateLimitBuckets`' default.
+    static let defaultCapacity = Configuration.Server().maxRateLimitBuckets
 
     /// A client under one policy, compared by its bytes, as everything from outside is keyed:
     /// two token subjects that differ only by Unicode equivalence (`K` and the Kelvin sign)

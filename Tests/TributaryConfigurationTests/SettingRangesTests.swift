@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TestThreads
-@testable import TributaryServer
+@testable import TributaryConfiguration
 import Yams
 
 /// Every numeric setting has a range (declared in ``Settings``), and nothing outside it gets in:

@@ -128,7 +128,7 @@ extension Configuration {
     }
 
     /// What resource names are made of: ASCII letters, digits, `-` and `_`.
-    static let resourceNameBytes = Set(Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_".utf8))
+    package static let resourceNameBytes = Set(Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_".utf8))
 
     private func validate(file: String) throws(ConfigurationError) {
         try validateAccess(file: file)

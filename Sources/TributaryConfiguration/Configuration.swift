@@ -1,5 +1,4 @@
 public import Aggregation
-import HTTPServer
 public import UpstreamClient
 public import Redis
 
@@ -68,14 +67,9 @@ public struct Configuration: Sendable {
         public var maxStreamsPerClient = 32
         /// So that no client can take every live pipeline or identity and lock the others out.
         public var maxClientSharePercent = 10
-        public var maxRateLimitBuckets = LocalRateLimiter.defaultCapacity
+        public var maxRateLimitBuckets = 100_000
 
         public init() {}
-
-        var limits: HTTPServer.Limits {
-            HTTPServer.Limits(
-                maxHeaderBytes: maxHeaderBytes, maxBodyBytes: maxBodyBytes, timeout: requestTimeout, maxConnections: maxConnections)
-        }
     }
 
     /// `sse:` — server-sent event streams.
@@ -135,7 +129,7 @@ public struct Configuration: Sendable {
     public struct UpstreamHeader: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
         public let name: String
         /// The value, `${VAR}` expanded.
-        let value: String
+        package let value: String
 
         init(name: String, value: String) {
             self.name = name

@@ -37,7 +37,7 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
 
     /// Byte by byte, the prefix's bits only, allocating nothing: every request from a
     /// trusted proxy is checked against every block, once per hop.
-    func contains(address: [UInt8]) -> Bool {
+    package func contains(address: [UInt8]) -> Bool {
         guard address.count == network.count else { return false }
         var remaining = prefixLength
         var index = 0
@@ -61,7 +61,7 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
 
     /// The 4 or 16 bytes of an address (an IPv4-mapped IPv6 one as its 4; brackets and a
     /// zone `%eth0` allowed around IPv6), nil for anything else.
-    static func bytes(of host: String) -> [UInt8]? {
+    package static func bytes(of host: String) -> [UInt8]? {
         var text = host
         if text.hasPrefix("[") && text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
         if let zone = text.firstIndex(of: "%") { text = String(text[..<zone]) }

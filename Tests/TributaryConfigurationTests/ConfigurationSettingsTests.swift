@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import TributaryServer
+@testable import TributaryConfiguration
 
 /// Each setting is declared once (``Settings``), and what people read of it is made from that
 /// declaration: docs/configuration.md's tables, `--help`. These tests hold the docs to the

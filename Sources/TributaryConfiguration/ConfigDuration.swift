@@ -4,12 +4,12 @@ import HTTPCore
 /// most ``longest`` (a huge number would not fit in a `Duration` at all; each key's own
 /// range, in ``SettingRanges``, is narrower). Rates are written with the same units:
 /// `20/s`, `600/m`, `3600/h`.
-enum ConfigDuration {
+package enum ConfigDuration {
     static let longest: Duration = .seconds(366 * 24 * 3600)
 
     private static let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
 
-    static func parse(_ text: String) -> Duration? {
+    package static func parse(_ text: String) -> Duration? {
         let trimmed = text.trimmingSpaces
         for unit in units where trimmed.hasSuffix(unit.suffix) {
             guard let value = Double(trimmed.dropLast(unit.suffix.count)), value >= 0, value.isFinite,

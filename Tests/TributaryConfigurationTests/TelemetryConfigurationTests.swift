@@ -1,6 +1,6 @@
 import HTTPCore
 import Testing
-import TributaryServer
+import TributaryConfiguration
 
 @Suite("telemetry.otlp: the file's keys, overridden by the standard OTEL_* variables; off unless an endpoint is set")
 struct TelemetryConfigurationTests {

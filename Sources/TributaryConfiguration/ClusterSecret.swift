@@ -12,7 +12,7 @@ public struct ClusterSecret: Sendable, Equatable, CustomStringConvertible, Custo
     public static let minimumBytes = 16
 
     /// The secret's UTF-8 bytes, the HMAC key.
-    let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     /// `text` as a secret, or an error naming `location` (never the text) when it is shorter
     /// than ``minimumBytes``.

@@ -45,10 +45,10 @@ extension Configuration {
         public let kid: String?
         /// `alg`.
         public let algorithm: TokenAlgorithm
-        let material: Material
+        package let material: Material
 
         /// `secret` (HS256: its UTF-8 bytes, `${VAR}` expanded) or `publicKey` (a PEM).
-        enum Material: Sendable, Equatable {
+        package enum Material: Sendable, Equatable {
             case secret([UInt8])
             case publicKey(String)
         }
@@ -107,6 +107,13 @@ extension Configuration {
         public var rateLimit: RateLimit?
         /// The policy's name: the resource's for its own limit, `default` for the server's.
         public var policyName: String
+
+        package init(authRequired: Bool, scopes: [String], rateLimit: RateLimit?, policyName: String) {
+            self.authRequired = authRequired
+            self.scopes = scopes
+            self.rateLimit = rateLimit
+            self.policyName = policyName
+        }
     }
 
     /// What applies to resource `name` (``ResourceAccess``).
@@ -135,7 +142,7 @@ extension Configuration {
         Self.clientShare(of: bound, percent: server.maxClientSharePercent)
     }
 
-    static func clientShare(of bound: Int, percent: Int) -> Int {
+    package static func clientShare(of bound: Int, percent: Int) -> Int {
         max(1, bound / 100 * percent + bound % 100 * percent / 100)
     }
 }

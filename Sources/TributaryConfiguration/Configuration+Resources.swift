@@ -147,9 +147,9 @@ extension Configuration {
     /// `access_token` would go into upstream paths and aimed reloads' fleet messages.
     private static let ownQueryParameters: [String: String] = [
         FieldSelection.parameter: "the members a client keeps",
-        BearerToken.queryName: "a bearer token, for clients that cannot send headers",
-        EventUpdates.parameter: "how a stream sends changes",
-        ProgressiveDocuments.parameter: "a stream's first document as soon as the list is known",
+        ServiceQueryParameter.accessToken: "a bearer token, for clients that cannot send headers",
+        ServiceQueryParameter.updates: "how a stream sends changes",
+        ServiceQueryParameter.progressive: "a stream's first document as soon as the list is known",
     ]
 
     /// `resources.<name>.parameters.<parameter>`: `in`, `pattern`, `enum`, `default`, `required`.

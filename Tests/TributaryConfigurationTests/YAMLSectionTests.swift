@@ -1,5 +1,5 @@
 import Testing
-@testable import TributaryServer
+@testable import TributaryConfiguration
 
 @Suite("YAML section: the configuration file read key by key, every problem naming its key path")
 struct YAMLSectionTests {
