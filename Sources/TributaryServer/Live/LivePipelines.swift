@@ -8,7 +8,7 @@ import TributaryConfiguration
 /// The process's shared live pipelines of `kind: list` resources: one per ``SharingKey``
 /// (resource, parameter values, identity) that some stream watches, however many streams on
 /// however many workers watch it. Each runs on one worker, chosen by its key
-/// (``SharedPipeline/runner``), so the pipelines spread over the workers as the fleet spreads
+/// (``SharedPipeline/runsOn``), so the pipelines spread over the workers as the fleet spreads
 /// them over replicas, and every worker, that one included, follows it through its
 /// ``WorkerPipelines``. In a fleet the agent shares each with the other replicas, on the
 /// process's own loop (``SharedPipeline/home``).
