@@ -6,8 +6,8 @@ import TributaryConfiguration
 /// Reloads the configuration on `SIGHUP` (docs/operations.md, "Reloading the configuration"): reads it
 /// again from the same sources as at start (`load`), and when it is valid has every worker
 /// apply it on its own loop, with what they share taking it up around them
-/// (``ProcessShares/willApply(_:replacing:)`` before, ``ProcessShares/didApply(_:replacing:)``
-/// once all have). Settings that need a restart keep their running values and are named in a
+/// (``ProcessShares/willApply(_:ending:)`` before, ``ProcessShares/didApply(ending:)`` once
+/// all have). Settings that need a restart keep their running values and are named in a
 /// warning. An invalid configuration changes nothing: the error, which names the key, is
 /// logged. Counted in `tributary_config_reloads_total{result}`.
 ///
@@ -66,31 +66,32 @@ final class ConfigurationReloader {
                            metadata: ["keys": "\(restartOnly.joined(separator: ", "))"])
         }
         let applied = loaded.keepingRestartOnlySettings(of: running)
-        let replaced = running
+        let endings = ProcessShares.endings(from: running, to: applied)
+        let summary = Self.changes(from: running, to: applied, ending: endings)
         running = applied
-        shares.willApply(applied, replacing: replaced)
+        shares.willApply(applied, ending: endings)
         applying = workers.count
         let reloader = LoopBound(self, loop: loop)
         for worker in workers {
             worker.loop.execute {
                 worker.value.apply(applied)
-                reloader.loop.execute { reloader.value.workerApplied(applied, replacing: replaced) }
+                reloader.loop.execute { reloader.value.workerApplied(ending: endings, summary) }
             }
         }
     }
 
-    private func workerApplied(_ applied: Configuration, replacing replaced: Configuration) {
+    private func workerApplied(ending endings: [String: ResourceEnding], _ summary: Logger.Metadata) {
         guard let remaining = applying else { return }
         applying = remaining - 1
-        if remaining == 1 { finished(applied, replacing: replaced) }
+        if remaining == 1 { finished(ending: endings, summary) }
     }
 
     /// Every worker applied the reload: it is done; one asked for meanwhile starts now.
-    private func finished(_ applied: Configuration, replacing replaced: Configuration) {
+    private func finished(ending endings: [String: ResourceEnding], _ summary: Logger.Metadata) {
         applying = nil
-        shares.didApply(applied, replacing: replaced)
+        shares.didApply(ending: endings)
         succeeded.increment()
-        logger.info("configuration reloaded", metadata: Self.changes(from: replaced, to: applied))
+        logger.info("configuration reloaded", metadata: summary)
         if another {
             another = false
             reload()
@@ -98,8 +99,9 @@ final class ConfigurationReloader {
     }
 
     /// The resources a reload adds, removes and changes, for its log line.
-    private static func changes(from running: Configuration, to applied: Configuration) -> Logger.Metadata {
-        let endings = ProcessShares.endings(from: running, to: applied)
+    private static func changes(
+        from running: Configuration, to applied: Configuration, ending endings: [String: ResourceEnding]
+    ) -> Logger.Metadata {
         let added = Set(applied.resources.keys).subtracting(running.resources.keys)
         let listed = { (names: [String]) in Logger.MetadataValue.string(names.isEmpty ? "none" : names.sorted().joined(separator: ",")) }
         return ["added": listed(Array(added)), "removed": listed(endings.filter { $0.value == .removed }.map(\.key)),

@@ -95,19 +95,20 @@ public final class ProcessShares: Sendable {
 }
 
 extension ProcessShares {
-    /// A reload is about to reach the workers (on ``loop``, before any worker applies it):
-    /// the fleet stops sharing the resources it removes or changes now, so that a pipeline of
-    /// a new definition, which the agent adopts on this loop, is adopted after this.
-    func willApply(_ applied: Configuration, replacing running: Configuration) {
+    /// A reload, which removes or changes the resources in `endings`, is about to reach the
+    /// workers (on ``loop``, before any worker applies it): the fleet stops sharing those now,
+    /// so that a pipeline of a new definition, which the agent adopts on this loop, is adopted
+    /// after this.
+    func willApply(_ applied: Configuration, ending endings: [String: ResourceEnding]) {
         staleSnapshots.budget = applied.server.staleIfErrorBytes
-        for name in Self.endings(from: running, to: applied).keys { cluster?.agent.value.release(name) }
+        for name in endings.keys { cluster?.agent.value.release(name) }
     }
 
     /// Every worker applied the reload and ended the streams of what it removed or changed:
     /// the pipelines of those resources that no stream follows (a public document kept
     /// stopped) are forgotten, and the detail caches of those removed.
-    func didApply(_ applied: Configuration, replacing running: Configuration) {
-        for (name, ending) in Self.endings(from: running, to: applied) {
+    func didApply(ending endings: [String: ResourceEnding]) {
+        for (name, ending) in endings {
             pipelines.forgetIdle(of: name)
             if ending == .removed { detailCaches.forget(name) }
         }

@@ -136,7 +136,7 @@ public final class Worker {
     /// the new routes; a resource whose definition (its settings and its upstream's) did not
     /// change keeps its routes, pipelines and live streams untouched; the streams of one that
     /// was removed or changed end with `resource_removed` or `resource_changed`. What the
-    /// workers share takes it up around them (``ProcessShares/willApply(_:replacing:)``).
+    /// workers share takes it up around them (``ProcessShares/willApply(_:ending:)``).
     public func apply(_ configuration: Configuration) {
         let endings = ProcessShares.endings(from: self.configuration, to: configuration)
         self.configuration = configuration

@@ -47,7 +47,9 @@ enum RequestHead {
         writer.append(utf8Of: hostHeader)
         writer.appendLineEnd()
         if request.trace != nil && request.checkedHeaders.namesTrace {
-            for (name, value) in request.checkedHeaders.fields where !isTrace(name) { writer.appendField(name, value) }
+            for (name, value) in request.checkedHeaders.fields where !isTrace(name) {
+                withUTF8(of: name) { name in withUTF8(of: value) { value in writer.appendField(name, value) } }
+            }
         } else {
             request.checkedHeaders.wire.withUnsafeBytes { writer.append($0) }
         }
@@ -55,11 +57,7 @@ enum RequestHead {
             withUTF8(of: name) { name in
                 withUTF8(of: value) { value in
                     guard isSendable(name: name, value: value), request.trace == nil || !isTrace(name) else { return }
-                    writer.append(name)
-                    writer.append(UInt8(ascii: ":"))
-                    writer.append(UInt8(ascii: " "))
-                    writer.append(value)
-                    writer.appendLineEnd()
+                    writer.appendField(name, value)
                 }
             }
         }
@@ -157,12 +155,13 @@ enum RequestHead {
             append(UInt8(ascii: "\n"))
         }
 
-        /// `name: value` and the line end (a field checked before).
-        mutating func appendField(_ name: String, _ value: String) {
-            append(utf8Of: name)
+        /// `name: value` and the line end (a field already checked).
+        @inline(__always)
+        mutating func appendField(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+            append(name)
             append(UInt8(ascii: ":"))
             append(UInt8(ascii: " "))
-            append(utf8Of: value)
+            append(value)
             appendLineEnd()
         }
 
