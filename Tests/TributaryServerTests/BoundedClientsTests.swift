@@ -15,26 +15,6 @@ import TributaryTesting
 struct BoundedClientsTests {
     // MARK: - The limiter's table
 
-    @Test("a recency table forgets its least recently used entry, one per insertion beyond its capacity")
-    func recencyTable() {
-        var table = RecencyTable<String, Int>(capacity: 3)
-        table["a"] = 1
-        table["b"] = 2
-        table["c"] = 3
-        #expect(table.keysByRecency == ["c", "b", "a"])
-        #expect(table["a"] == 1, "reading is a use")
-        table["d"] = 4
-        #expect(table.keysByRecency == ["d", "a", "c"], "b, the least recently used, went")
-        #expect(table["b"] == nil && table.count == 3 && table.evictions == 1)
-        table["c"] = 30
-        #expect(table.keysByRecency == ["c", "d", "a"] && table.evictions == 1, "an update evicts nothing")
-        table["d"] = nil
-        table["e"] = 5
-        #expect(table.keysByRecency == ["e", "c", "a"] && table.evictions == 1, "a removed entry's slot is reused")
-        for key in ["f", "g", "h"] { table[key] = 0 }
-        #expect(table.keysByRecency == ["h", "g", "f"] && table.evictions == 4)
-    }
-
     @Test("200,000 distinct clients leave the limiter at its bound, each new one evicting exactly one bucket", .ownThread)
     func limiterAtItsBound() {
         let limiter = LocalRateLimiter()

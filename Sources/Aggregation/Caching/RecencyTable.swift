@@ -11,37 +11,53 @@
 /// _ = table["a"]          // a is now the most recent
 /// table["c"] = 3          // full: b, the least recent, is forgotten
 /// ```
-struct RecencyTable<Key: Hashable, Value> {
-    let capacity: Int
+///
+/// The service's recent list resources and the rate limiter's buckets both keep one, each on
+/// a hot path: it is `@inlinable`, so that the modules that use it specialize it for their
+/// keys. The type is `public` for that alone, its members `package`: Swift 6.3.1 specializes
+/// no `package` type's generic code in another module, `@inlinable` or not, and a generic
+/// lookup cost a parameterized route's request some 900 instructions (Benchmarks/budgets.py).
+public struct RecencyTable<Key: Hashable, Value> {
+    @usableFromInline package let capacity: Int
     /// Entries forgotten to make room, since the table was made.
-    private(set) var evictions = 0
+    @usableFromInline package internal(set) var evictions = 0
 
-    private var slots: [Key: Int] = [:]
-    private var entries: [Entry] = []
+    @usableFromInline var slots: [Key: Int] = [:]
+    @usableFromInline var entries: [Entry] = []
     /// The most and the least recently used slot (-1: empty).
-    private var newest = -1
-    private var oldest = -1
+    @usableFromInline var newest = -1
+    @usableFromInline var oldest = -1
     /// Slots of entries removed (set to nil), reused before the array grows.
-    private var freed: [Int] = []
+    @usableFromInline var freed: [Int] = []
 
-    private struct Entry {
-        var key: Key
-        var value: Value
+    @usableFromInline
+    struct Entry {
+        @usableFromInline var key: Key
+        @usableFromInline var value: Value
         /// The slots used just after and just before this one (-1: none).
-        var newer: Int
-        var older: Int
+        @usableFromInline var newer: Int
+        @usableFromInline var older: Int
+
+        @inlinable
+        init(key: Key, value: Value, newer: Int, older: Int) {
+            self.key = key
+            self.value = value
+            self.newer = newer
+            self.older = older
+        }
     }
 
-    init(capacity: Int) {
+    @inlinable
+    package init(capacity: Int) {
         precondition(capacity >= 1, "a table holds at least one entry")
         self.capacity = capacity
     }
 
-    var count: Int { slots.count }
+    @inlinable package var count: Int { slots.count }
 
     /// The value of `key`, which becomes the most recently used (reading counts as a use);
     /// setting it inserts it as the most recent, forgetting the least recent when full.
-    subscript(key: Key) -> Value? {
+    @inlinable package subscript(key: Key) -> Value? {
         mutating get {
             guard let slot = slots[key] else { return nil }
             moveToFront(slot)
@@ -62,7 +78,7 @@ struct RecencyTable<Key: Hashable, Value> {
         }
     }
 
-    private mutating func insert(_ key: Key, _ value: Value) {
+    @inlinable mutating func insert(_ key: Key, _ value: Value) {
         let entry = Entry(key: key, value: value, newer: -1, older: -1)
         let slot: Int
         if let free = freed.popLast() {
@@ -82,19 +98,19 @@ struct RecencyTable<Key: Hashable, Value> {
         linkAtFront(slot)
     }
 
-    private mutating func remove(_ slot: Int) {
+    @inlinable mutating func remove(_ slot: Int) {
         unlink(slot)
         slots[entries[slot].key] = nil
         freed.append(slot)
     }
 
-    private mutating func moveToFront(_ slot: Int) {
+    @inlinable mutating func moveToFront(_ slot: Int) {
         guard slot != newest else { return }
         unlink(slot)
         linkAtFront(slot)
     }
 
-    private mutating func unlink(_ slot: Int) {
+    @inlinable mutating func unlink(_ slot: Int) {
         let (newer, older) = (entries[slot].newer, entries[slot].older)
         if newer >= 0 { entries[newer].older = older } else { newest = older }
         if older >= 0 { entries[older].newer = newer } else { oldest = newer }
@@ -102,7 +118,7 @@ struct RecencyTable<Key: Hashable, Value> {
         entries[slot].older = -1
     }
 
-    private mutating func linkAtFront(_ slot: Int) {
+    @inlinable mutating func linkAtFront(_ slot: Int) {
         entries[slot].older = newest
         entries[slot].newer = -1
         if newest >= 0 { entries[newest].newer = slot }
@@ -111,7 +127,7 @@ struct RecencyTable<Key: Hashable, Value> {
     }
 
     /// The keys from the most recently used to the least (for tests).
-    var keysByRecency: [Key] {
+    package var keysByRecency: [Key] {
         var keys: [Key] = []
         var slot = newest
         while slot >= 0 {
