@@ -156,18 +156,31 @@ let package = Package(
             resources: [.embedInCode("shipped.yaml")],
             swiftSettings: serviceSettings
         ),
+        /// Who may do what, and how often: bearer tokens (where a request carries one, their
+        /// shape, keys and JWKS, verification, the tokens verified), rate limits (GCRA, alone
+        /// and through a fleet's Redis) and client names, streams per client, the admin token,
+        /// CORS; the gate a route's requests pass before it serves them.
+        .target(
+            name: "AccessControl",
+            dependencies: [
+                "Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "Redis", "TributaryConfiguration", "UpstreamClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                // JWT verification: the keys, the parser, the signature checks.
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            swiftSettings: serviceSettings
+        ),
         .target(
             name: "TributaryServer",
             dependencies: [
                 "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "Rivers", "Aggregation", "Redis", "Telemetry",
-                "TributaryConfiguration",
+                "TributaryConfiguration", "AccessControl",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                // JWT verification (Access/): the keys, the parser, the signature checks.
-                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             // The live page's markup, style and script (IndexPage).
             resources: [
@@ -208,7 +221,7 @@ let package = Package(
         .executableTarget(
             name: "AuthBench",
             dependencies: [
-                "Aggregation", "TributaryConfiguration", "TributaryServer",
+                "AccessControl", "Aggregation", "TributaryConfiguration",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -289,8 +302,8 @@ let package = Package(
         .testTarget(
             name: "TributaryServerTests",
             dependencies: [
-                "TributaryServer", "TributaryConfiguration", "Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient",
-                "Redis", "TributaryTesting", "TestThreads",
+                "TributaryServer", "TributaryConfiguration", "AccessControl", "Aggregation", "EventLoop", "HTTPCore", "HTTPServer",
+                "UpstreamClient", "Redis", "TributaryTesting", "TestThreads",
                 // Gzip answers inflated with zlib itself (HTTPSemanticsTests).
                 "CZlib",
                 // A timer's exposition compared with swift-prometheus's own (SecondsTimerFactoryTests).
@@ -315,6 +328,12 @@ let package = Package(
                 // Files made from Swift values, numbers at the ends of each range (SettingRangesTests).
                 .product(name: "Yams", package: "Yams"),
             ],
+            swiftSettings: strictSettings
+        ),
+        /// Access control's parts alone: GCRA, the local limiter's bound, clients named by address.
+        .testTarget(
+            name: "AccessControlTests",
+            dependencies: ["AccessControl", "TributaryConfiguration", "TestThreads"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,7 +1,7 @@
 // Cost of one bearer token's verification per algorithm, cold (parsed, signature checked,
 // claims read) and cached (found among the verified tokens), with the service's own verifier
-// (TokenVerifier, reached through its `package` interface: the benchmark lives here, not in
-// the service's module) and keys made here (jwt-kit).
+// (TokenVerifier, reached through the `package` interface of module AccessControl: the
+// benchmark lives here, not in the service's modules) and keys made here (jwt-kit).
 //
 //   AuthBench [ROUNDS]    (default 2000 verifications per algorithm and kind)
 //   AuthBench sign COUNT  an ES256 key made here: its public key's PEM as a JSON string on
@@ -10,9 +10,9 @@
 import CryptoExtras
 import Foundation
 import JWTKit
+import AccessControl
 import Aggregation
 import TributaryConfiguration
-import TributaryServer
 
 struct Claims: JWTPayload {
     var sub: String

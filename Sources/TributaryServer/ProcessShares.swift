@@ -1,3 +1,4 @@
+import AccessControl
 import Aggregation
 public import EventLoop
 public import Logging

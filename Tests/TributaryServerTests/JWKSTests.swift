@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import Testing
+@testable import AccessControl
 @testable import TributaryServer
 import TributaryTesting
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import AccessControl
 @testable import TributaryServer
 import TributaryTesting
 

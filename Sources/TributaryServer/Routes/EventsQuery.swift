@@ -1,3 +1,4 @@
+import AccessControl
 import HTTPServer
 
 /// What a `GET /events` request asks for: the resources its stream carries, in the order

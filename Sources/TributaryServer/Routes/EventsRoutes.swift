@@ -1,3 +1,4 @@
+import AccessControl
 import HTTPCore
 import HTTPServer
 import TributaryConfiguration

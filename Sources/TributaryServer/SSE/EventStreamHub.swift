@@ -1,3 +1,4 @@
+import AccessControl
 import Aggregation
 import CoreMetrics
 import EventLoop

@@ -1,3 +1,4 @@
+import AccessControl
 import EventLoop
 import HTTPCore
 import HTTPServer

@@ -1,16 +1,16 @@
-import Aggregation
+package import Aggregation
 import CoreMetrics
-import EventLoop
-import HTTPServer
-import TributaryConfiguration
+package import EventLoop
+package import HTTPServer
+package import TributaryConfiguration
 
 /// What a route asks of a request before it serves it (``AccessGate``): whether a token is
 /// required and with which scopes, and the rate limits it counts against.
-struct AccessPolicy {
+package struct AccessPolicy {
     /// The label of `tributary_rate_limited_total{resource}`: the resource, `events`, or
     /// `streams` (stream control).
     let label: String
-    let authRequired: Bool
+    package let authRequired: Bool
     let scopes: [String]
     /// Each limit once, by its policy's name.
     let limits: [Limit]
@@ -22,13 +22,13 @@ struct AccessPolicy {
     }
 
     /// The policy of resource `name` in `configuration`.
-    init(resource name: String, _ configuration: Configuration) {
+    package init(resource name: String, _ configuration: Configuration) {
         self.init(label: name, accesses: [configuration.access(of: name)])
     }
 
     /// The policy of a request for several resources (`GET /events`): a token if any needs
     /// one, every scope any needs, every limit any counts against.
-    init(label: String, accesses: [Configuration.ResourceAccess]) {
+    package init(label: String, accesses: [Configuration.ResourceAccess]) {
         self.label = label
         authRequired = accesses.contains { $0.authRequired }
         var scopes: [String] = []
@@ -44,7 +44,7 @@ struct AccessPolicy {
     }
 
     /// Stream control: no token required (the stream's owner decides), the server's limit.
-    static func streamControl(_ configuration: Configuration) -> AccessPolicy {
+    package static func streamControl(_ configuration: Configuration) -> AccessPolicy {
         let limit = configuration.server.rateLimit.map { Configuration.ResourceAccess(authRequired: false, scopes: [], rateLimit: $0, policyName: "default") }
         return AccessPolicy(label: "streams", accesses: limit.map { [$0] } ?? [])
     }
@@ -63,7 +63,7 @@ struct AccessPolicy {
 /// ```swift
 /// gate.admit(request, policy) { credential in serve(request, as: credential) }
 /// ```
-final class AccessGate {
+package final class AccessGate {
     let loop: EventLoop
     /// Nil without `auth.jwt`: no token is read.
     let verifier: TokenVerifier?
@@ -72,17 +72,17 @@ final class AccessGate {
     /// limit is configured, else when one is first decided (a reload may add one).
     private var fleetLimiter: FleetRateLimiter?
     private let makeFleet: () -> FleetRateLimiter?
-    let quota: StreamQuota
+    package let quota: StreamQuota
     /// `server.trustedProxies` and `server.maxStreamsPerClient`, as the last reload said.
-    var trustedProxies: [AddressRange]
-    var streamsPerClient: Int
+    package var trustedProxies: [AddressRange]
+    package var streamsPerClient: Int
     private var counters: [String: Counter] = [:]
 
     /// Names a client in Redis: a keyed hash, the same on every replica (its key derives from
     /// the fleet's secret), from which no address or subject can be read back.
     private let hasher: IdentityHasher
 
-    init(
+    package init(
         loop: EventLoop, verifier: TokenVerifier?, local: LocalRateLimiter, quota: StreamQuota, hasher: IdentityHasher,
         configuration: Configuration
     ) {
@@ -109,12 +109,12 @@ final class AccessGate {
     var isFleetConnected: Bool { fleetLimiter?.isConnected ?? false }
 
     /// Whether a request under `policy` is served as it comes: no token to read, no limit.
-    func isOpen(_ policy: AccessPolicy) -> Bool {
+    package func isOpen(_ policy: AccessPolicy) -> Bool {
         verifier == nil && policy.limits.isEmpty && !policy.authRequired
     }
 
     /// Lets `request` through to `serve` if `policy` admits it, or answers it.
-    func admit(_ request: ServerRequest, _ policy: AccessPolicy, then serve: @escaping (Credential?) -> Void) {
+    package func admit(_ request: ServerRequest, _ policy: AccessPolicy, then serve: @escaping (Credential?) -> Void) {
         guard let verifier, let token = BearerToken.of(request) else {
             return limit(request, policy, credential: nil) { [self] in authorize(request, policy, nil, serve) }
         }
@@ -178,7 +178,7 @@ final class AccessGate {
 
     /// The client as a limit or a quota counts it: its token's subject (by identity, when it
     /// has a token), else its address in canonical form, IPv6 per /64 (``ClientAddress``).
-    func clientName(_ request: ServerRequest, _ credential: Credential?, by kind: Configuration.ClientKeyKind) -> String {
+    package func clientName(_ request: ServerRequest, _ credential: Credential?, by kind: Configuration.ClientKeyKind) -> String {
         if kind == .identity, let credential { return "sub:" + credential.subjectIdentity.digest }
         return "ip:" + ClientAddress.of(request, trusting: trustedProxies)
     }

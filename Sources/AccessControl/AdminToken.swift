@@ -1,20 +1,20 @@
-import HTTPServer
+package import HTTPServer
 
 /// Who may use the reload endpoints: with the admin token (`server.adminToken`,
 /// `TRIBUTARY_ADMIN_TOKEN`) set, whoever sends it as `Authorization: Bearer <token>`; without
 /// it, only clients on this host (``LoopbackAddress``), so a service reachable from a network
 /// is not refreshed, upstream calls and all, by anyone who asks. One per worker, shared by its
 /// routes, so a configuration reload changes it for all of them at once. Loop-confined.
-final class AdminToken {
-    var token: String?
+package final class AdminToken {
+    package var token: String?
 
-    init(token: String?) {
+    package init(token: String?) {
         self.token = token
     }
 
     /// Whether `request` may use an admin endpoint; answers 401 (a token missing or wrong) or
     /// 403 (no token configured, a client not on loopback) when not.
-    func authorize(_ request: ServerRequest) -> Bool {
+    package func authorize(_ request: ServerRequest) -> Bool {
         guard let token else {
             guard request.isFromLoopback else {
                 request.respond(HTTPError(status: 403, code: "forbidden",

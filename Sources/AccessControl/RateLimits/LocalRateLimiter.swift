@@ -19,7 +19,7 @@ import TributaryConfiguration
 /// seen again, so it stays at the front; to get its burst back sooner it would have to bring
 /// `capacity` fresh names first, which are `capacity` whole bursts already: at most one more
 /// burst in `capacity + 1`.
-final class LocalRateLimiter: Sendable {
+package final class LocalRateLimiter: Sendable {
     /// `server.maxRateLimitBuckets`' default.
     static let defaultCapacity = Configuration.Server().maxRateLimitBuckets
 
@@ -58,7 +58,7 @@ final class LocalRateLimiter: Sendable {
     private let start: ContinuousClock.Instant
     private let tats: Mutex<RecencyTable<Key, Int64>>
 
-    init(capacity: Int = LocalRateLimiter.defaultCapacity) {
+    package init(capacity: Int = LocalRateLimiter.defaultCapacity) {
         self.capacity = capacity
         tats = Mutex(RecencyTable(capacity: capacity))
         start = clock.now

@@ -1,4 +1,4 @@
-import HTTPServer
+package import HTTPServer
 
 /// Why a request's token does not let it in, answered as RFC 6750 §3 says: 401 with a
 /// `WWW-Authenticate: Bearer realm="tributary"` challenge (with `error="invalid_token"` for a
@@ -12,9 +12,9 @@ package enum AuthFailure: Error, Equatable {
     /// A good token without every scope in `needed`.
     case insufficientScope(needed: [String])
 
-    static let realm = "Bearer realm=\"tributary\""
+    package static let realm = "Bearer realm=\"tributary\""
 
-    var error: HTTPError {
+    package var error: HTTPError {
         switch self {
         case .missing:
             HTTPError(status: 401, code: "unauthorized", message: "this needs a bearer token (Authorization: Bearer, the tributary_token cookie or access_token)")

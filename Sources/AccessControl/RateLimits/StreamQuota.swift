@@ -4,13 +4,13 @@ import Synchronization
 /// counted as the streams registry counts them (a `GET /events` stream counts once per
 /// resource it carries), for every worker at once. A client is named as its rate limit
 /// names it (``AccessGate``).
-final class StreamQuota: Sendable {
+package final class StreamQuota: Sendable {
     private let held = Mutex<[String: Int]>([:])
 
-    init() {}
+    package init() {}
 
     /// Takes `count` streams for `client` if it would then hold at most `limit`.
-    func take(_ count: Int, for client: String, limit: Int) -> Bool {
+    package func take(_ count: Int, for client: String, limit: Int) -> Bool {
         held.withLock { held in
             let now = held[client, default: 0]
             guard now + count <= limit else { return false }
@@ -20,7 +20,7 @@ final class StreamQuota: Sendable {
     }
 
     /// `client` closed `count` streams.
-    func give(_ count: Int, for client: String) {
+    package func give(_ count: Int, for client: String) {
         held.withLock { held in
             let left = held[client, default: 0] - count
             held[client] = left > 0 ? left : nil

@@ -4,10 +4,11 @@ import TributaryConfiguration
 /// Where a request carries its bearer token, in this order: `Authorization: Bearer T`
 /// (RFC 6750 §2.1); the cookie `tributary_token`, which an `EventSource` sends by itself;
 /// the query parameter `access_token` (RFC 6750 §2.3), for a client that can set neither
-/// (never logged: ``RedactedTarget``). Every route that reads a token reads it the same way.
-enum BearerToken {
+/// (never logged: the service's `RedactedTarget` cuts it out). Every route that reads a token
+/// reads it the same way.
+package enum BearerToken {
     static let cookieName = "tributary_token"
-    static var queryName: String { ServiceQueryParameter.accessToken }
+    package static var queryName: String { ServiceQueryParameter.accessToken }
 
     /// The token `request` carries, or nil. An `Authorization` header of another scheme
     /// (`Basic …`) carries none.

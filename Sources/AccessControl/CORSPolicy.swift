@@ -1,16 +1,20 @@
-import HTTPServer
+package import HTTPServer
 
 /// Cross-origin access for browsers on other origins (`server.corsOrigins`): answers
 /// preflight requests and adds `Access-Control-Allow-Origin` to answers for allowed origins.
 /// `*` allows every origin. With no origins configured, no CORS header is ever sent.
-struct CORSPolicy {
+package struct CORSPolicy {
     let allowedOrigins: Set<String>
+
+    package init(allowedOrigins: Set<String>) {
+        self.allowedOrigins = allowedOrigins
+    }
 
     static let allowedMethods = "GET, POST, PUT, OPTIONS"
     static let allowedHeaders = "Content-Type, Authorization, Last-Event-ID"
 
     /// The headers every answer to `request` carries.
-    func headers(for request: ServerRequest) -> [(String, String)] {
+    package func headers(for request: ServerRequest) -> [(String, String)] {
         guard let origin = request.header("Origin"), !allowedOrigins.isEmpty else { return [] }
         if allowedOrigins.contains("*") { return [("Access-Control-Allow-Origin", "*")] }
         guard allowedOrigins.contains(origin) else { return [] }
@@ -18,12 +22,12 @@ struct CORSPolicy {
     }
 
     /// Whether `request` is a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`).
-    func isPreflight(_ request: ServerRequest) -> Bool {
+    package func isPreflight(_ request: ServerRequest) -> Bool {
         request.method == .options && request.header("Access-Control-Request-Method") != nil
     }
 
     /// Answers a preflight: 204, with the allowed methods and headers for allowed origins.
-    func answerPreflight(_ request: ServerRequest) {
+    package func answerPreflight(_ request: ServerRequest) {
         var headers: [(String, String)] = []
         if !self.headers(for: request).isEmpty {
             headers = [

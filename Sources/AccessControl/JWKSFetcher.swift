@@ -1,6 +1,6 @@
-import EventLoop
-import Logging
-import UpstreamClient
+package import EventLoop
+package import Logging
+package import UpstreamClient
 
 /// Keeps the process's ``TokenKeys`` up to date with a JSON Web Key Set (`auth.jwt.jwks`):
 /// fetched at start, every `jwksRefresh`, and when a token names a `kid` the set does not
@@ -8,7 +8,7 @@ import UpstreamClient
 /// sending made-up `kid`s cannot make the service hammer the issuer. Fetched with the
 /// service's own ``UpstreamClient``, on the process's own loop. A failed fetch keeps the keys
 /// known (and is logged); it never empties the set. Loop-confined.
-final class JWKSFetcher {
+package final class JWKSFetcher {
     static let refetchInterval: Duration = .seconds(10)
     static let timeout: Duration = .seconds(5)
     static let maxBytes = 1024 * 1024
@@ -27,7 +27,7 @@ final class JWKSFetcher {
     /// When a token's unknown `kid` last made a fetch (the periodic ones do not count).
     private var lastRefetch: ContinuousClock.Instant?
 
-    init(url: BaseURL, every interval: Duration, keys: TokenKeys, loop: EventLoop, logger: Logger) {
+    package init(url: BaseURL, every interval: Duration, keys: TokenKeys, loop: EventLoop, logger: Logger) {
         self.url = url
         self.keys = keys
         self.loop = loop
@@ -45,7 +45,7 @@ final class JWKSFetcher {
 
     /// A token names `kid`, which no key has: fetch again unless an unknown `kid` made one
     /// within ``refetchInterval``; `done` runs once the fetch ended (at once when none is made).
-    func refetch(for kid: String, _ done: @escaping @Sendable () -> Void) {
+    package func refetch(for kid: String, _ done: @escaping @Sendable () -> Void) {
         if isFetching { return waiting.append(done) }
         if let lastRefetch, ContinuousClock.now - lastRefetch < Self.refetchInterval { return done() }
         lastRefetch = .now

@@ -37,7 +37,7 @@ package final class VerifiedTokens: Sendable {
         }
     }
 
-    func removeAll() {
+    package func removeAll() {
         entries.withLock { $0.removeAll() }
     }
 

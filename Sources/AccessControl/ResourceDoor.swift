@@ -1,4 +1,4 @@
-import HTTPServer
+package import HTTPServer
 
 /// The ``AccessGate`` as one resource's routes on one worker use it, with the resource's
 /// ``AccessPolicy`` (a reload sets a new one in place). A resource open to all (no token
@@ -8,22 +8,22 @@ import HTTPServer
 /// guard door.isOpen else { return door.admit(request) { credential in serve(request, as: credential) } }
 /// serve(request, as: nil)
 /// ```
-final class ResourceDoor {
+package final class ResourceDoor {
     let gate: AccessGate
-    var policy: AccessPolicy {
+    package var policy: AccessPolicy {
         didSet { isOpen = gate.isOpen(policy) }
     }
     /// Whether requests go through without the gate.
-    private(set) var isOpen: Bool
+    package private(set) var isOpen: Bool
 
-    init(gate: AccessGate, policy: AccessPolicy) {
+    package init(gate: AccessGate, policy: AccessPolicy) {
         self.gate = gate
         self.policy = policy
         isOpen = gate.isOpen(policy)
     }
 
     /// Serves `request` once the gate admits it (its answer is the gate's otherwise).
-    func admit(_ request: ServerRequest, then serve: @escaping (Credential?) -> Void) {
+    package func admit(_ request: ServerRequest, then serve: @escaping (Credential?) -> Void) {
         gate.admit(request, policy, then: serve)
     }
 }
