@@ -92,6 +92,6 @@ func (u *upstream) hangUntilClosed(conn net.Conn, reader *bufio.Reader) {
 func writeConfig(dir, url string) (string, error) {
 	return harness.WriteConfig(dir, harness.Config{
 		Tool: "cancellation", UpstreamURL: url, Heartbeat: "15s",
-		Timeout: "5s", Retries: 1, RefreshInterval: "5s",
+		Timeout: "5s", Retries: "1", RefreshInterval: "5s",
 	})
 }

@@ -73,24 +73,9 @@ func run(bin string, rate, burst, offered, seconds, count int) error {
 	}
 	defer redis.Stop()
 
-	config := filepath.Join(dir, "tributary.yaml")
-	yaml := fmt.Sprintf(`server:
-  workers: 1
-  logLevel: warning
-  rateLimit: {rate: %d/s, burst: %d, by: ip}
-cluster:
-  leaseTTL: 1s
-upstreams:
-  tasks: {url: "%s", poolSize: 64}
-resources:
-  groups:
-    kind: list
-    upstream: tasks
-    list: {path: /groups, items: result, id: id}
-    details: {path: "/groups/{id}/metadata", value: result}
-    coalesce: false
-`, rate, burst, upstream.URL)
-	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
+	config, err := harness.WriteConfig(dir, harness.Config{Tool: "fleet-ratelimit", UpstreamURL: upstream.URL,
+		RateLimit: fmt.Sprintf("{rate: %d/s, burst: %d, by: ip}", rate, burst), LeaseTTL: "1s", NoCoalescing: true})
+	if err != nil {
 		return err
 	}
 	var services []*harness.Service

@@ -130,7 +130,7 @@ func (u *upstream) answer(conn net.Conn, reader *bufio.Reader, path string) bool
 func writeConfig(dir, url string) (string, error) {
 	return harness.WriteConfig(dir, harness.Config{
 		Tool: "soak", UpstreamURL: url, Heartbeat: "2s",
-		Timeout: "1s", Retries: 1, Backoff: "50ms", RefreshInterval: "1s", OnItemFailure: "mark",
+		Timeout: "1s", Retries: "1", Backoff: "50ms", RefreshInterval: "1s", OnItemFailure: "mark",
 		// The checks hold each JSON 5xx and each failed item to one injected fault: with
 		// coalescing, one fault would reach every client of a run.
 		NoCoalescing: true,
