@@ -273,7 +273,7 @@ func rate(mib float64) string {
 // MARK: - One round
 
 type phaseResult struct {
-	wrk     wrkResult
+	wrk     harness.WrkResult
 	usage   usage
 	peakKiB int
 	elapsed time.Duration
@@ -299,10 +299,10 @@ type roundResult struct {
 }
 
 func (r roundResult) ratio() float64 {
-	if r.baseline.wrk.rps <= 0 {
+	if r.baseline.wrk.RPS <= 0 {
 		return 0
 	}
-	return 100 * r.under.wrk.rps / r.baseline.wrk.rps
+	return 100 * r.under.wrk.RPS / r.baseline.wrk.RPS
 }
 
 func (r roundResult) peakDeltaMiB() float64 {
@@ -320,7 +320,7 @@ func (r roundResult) peakDeltaMiB() float64 {
 // this tool, wrk and the upstream during the phase.
 func (p phaseResult) rest() float64 {
 	u := p.usage
-	return u.machine - u.service - u.tool - percentOfCore(p.wrk.cpu, p.wrk.elapsed) - u.upstream
+	return u.machine - u.service - u.tool - percentOfCore(p.wrk.CPU, p.wrk.Elapsed) - u.upstream
 }
 
 // phase is what the samples between from and to show.
@@ -368,7 +368,7 @@ func runRound(work *harness.Workspace, o options, round int) (r roundResult) {
 	}
 	url := "http://" + s.Addr + "/groups"
 	if o.warmup > 0 {
-		runWrk(url, o.wrkThreads, o.wrkConnections, o.warmup)
+		harness.RunWrk(harness.Wrk{URL: url, Threads: o.wrkThreads, Connections: o.wrkConnections, Duration: o.warmup, Timeout: 5 * time.Second})
 	}
 	time.Sleep(time.Second)
 	r.idleKiB = s.RSSKiB()
@@ -381,7 +381,7 @@ func runRound(work *harness.Workspace, o options, round int) (r roundResult) {
 
 	// Baseline: wrk alone.
 	from := time.Now()
-	wrk := runWrk(url, o.wrkThreads, o.wrkConnections, o.wrkDuration)
+	wrk := harness.RunWrk(harness.Wrk{URL: url, Threads: o.wrkThreads, Connections: o.wrkConnections, Duration: o.wrkDuration, Timeout: 5 * time.Second})
 	r.baseline = phase(sm.snapshot(), from, time.Now())
 	r.baseline.wrk = wrk
 	time.Sleep(time.Second)
@@ -393,7 +393,7 @@ func runRound(work *harness.Workspace, o options, round int) (r roundResult) {
 	wrkDone.Add(1)
 	go func() {
 		defer wrkDone.Done()
-		wrk = runWrk(url, o.wrkThreads, o.wrkConnections, o.wrkDuration)
+		wrk = harness.RunWrk(harness.Wrk{URL: url, Threads: o.wrkThreads, Connections: o.wrkConnections, Duration: o.wrkDuration, Timeout: 5 * time.Second})
 		wrkEnded = time.Now()
 	}()
 	time.Sleep(o.attackDelay)
@@ -564,17 +564,17 @@ func printRound(o options, r roundResult) {
 			continue
 		}
 		u := p.ph.usage
-		wrkPercent := percentOfCore(p.ph.wrk.cpu, p.ph.wrk.elapsed)
+		wrkPercent := percentOfCore(p.ph.wrk.CPU, p.ph.wrk.Elapsed)
 		rest := p.ph.rest()
-		requests := fmt.Sprintf("%.0f | %.1f | %.1f | %d | %s", p.ph.wrk.rps, p.ph.wrk.p50, p.ph.wrk.p99, p.ph.wrk.non2xx, p.ph.wrk.socketErrors)
-		if p.ph.wrk.elapsed == 0 {
+		requests := fmt.Sprintf("%.0f | %.1f | %.1f | %d | %s", p.ph.wrk.RPS, p.ph.wrk.P50, p.ph.wrk.P99, p.ph.wrk.Non2xx, p.ph.wrk.SocketErrors)
+		if p.ph.wrk.Elapsed == 0 {
 			requests = fmt.Sprintf("(%.1f s) | | | |", p.ph.elapsed.Seconds())
 		}
 		fmt.Printf("| %s | %s | %s (%+.1f) | %.0f | %s | %.0f | %.0f | %.0f | %.0f |\n",
 			p.name, requests, mib(p.ph.peakKiB), float64(p.ph.peakKiB-r.idleKiB)/1024, u.service, threadList(u),
 			u.tool, wrkPercent, u.upstream, rest)
-		if p.ph.wrk.err != nil {
-			fmt.Printf("  (%s)\n", firstLine(p.ph.wrk.err.Error()))
+		if p.ph.wrk.Err != nil {
+			fmt.Printf("  (%s)\n", firstLine(p.ph.wrk.Err.Error()))
 		}
 		if rest > noisy {
 			fmt.Printf("  NOISE: other processes used %.0f%% of a core during %s; its figures are not trustworthy\n", rest, p.name)
@@ -641,8 +641,8 @@ func summarize(o options, rounds []roundResult, checks []checkResult) bool {
 			continue
 		}
 		ran++
-		base = append(base, r.baseline.wrk.rps)
-		under = append(under, r.under.wrk.rps)
+		base = append(base, r.baseline.wrk.RPS)
+		under = append(under, r.under.wrk.RPS)
 		ratio = append(ratio, r.ratio())
 		d := r.peakDeltaMiB()
 		delta = append(delta, d)

@@ -1,14 +1,12 @@
 package main
 
-// What is measured: wrk's throughput, and every 100 ms the service's RSS and the CPU time of
-// each of its threads, the tool's own CPU time and the machine's.
+// What is measured beside wrk's throughput (harness.RunWrk): every 100 ms the service's RSS
+// and the CPU time of each of its threads, the tool's own CPU time and the machine's.
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -303,82 +301,4 @@ func recovery(samples []sample, stopped time.Time, window time.Duration, idlePer
 		return 0, false // idle so far, but not for long enough yet
 	}
 	return 0, false
-}
-
-// MARK: - wrk
-
-// wrkResult is one wrk run.
-type wrkResult struct {
-	rps          float64
-	p50, p99     float64 // ms
-	requests     int
-	non2xx       int
-	socketErrors string // connect/read/write/timeout, as wrk counts them
-	errorCount   int
-	cpu          time.Duration // wrk's own CPU time
-	elapsed      time.Duration
-	err          error
-}
-
-var (
-	rpsLine     = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	requestLine = regexp.MustCompile(`(\d+) requests in`)
-	non2xxLine  = regexp.MustCompile(`Non-2xx or 3xx responses:\s+(\d+)`)
-	socketLine  = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
-	percentLine = regexp.MustCompile(`(?m)^\s+(50|99)(?:\.000)?%\s+([0-9.]+)(us|ms|s|m)\s*$`)
-)
-
-// runWrk runs `wrk -t threads -c connections -d duration --timeout 5s --latency url`.
-func runWrk(url string, threads, connections int, duration time.Duration) wrkResult {
-	ctx, cancel := context.WithTimeout(context.Background(), duration+30*time.Second)
-	defer cancel()
-	seconds := strconv.Itoa(int(duration.Round(time.Second) / time.Second))
-	cmd := exec.CommandContext(ctx, "wrk", "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(connections),
-		"-d"+seconds+"s", "--timeout", "5s", "--latency", url)
-	started := time.Now()
-	out, err := cmd.CombinedOutput()
-	r := wrkResult{elapsed: time.Since(started)}
-	if cmd.ProcessState != nil {
-		if usage, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			r.cpu = time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
-		}
-	}
-	text := string(out)
-	if err != nil {
-		r.err = fmt.Errorf("wrk: %v: %s", err, strings.TrimSpace(text))
-	}
-	if m := rpsLine.FindStringSubmatch(text); m != nil {
-		r.rps, _ = strconv.ParseFloat(m[1], 64)
-	}
-	if m := requestLine.FindStringSubmatch(text); m != nil {
-		r.requests, _ = strconv.Atoi(m[1])
-	}
-	if m := non2xxLine.FindStringSubmatch(text); m != nil {
-		r.non2xx, _ = strconv.Atoi(m[1])
-	}
-	r.socketErrors = "0/0/0/0"
-	if m := socketLine.FindStringSubmatch(text); m != nil {
-		r.socketErrors = strings.Join(m[1:], "/")
-		for _, v := range m[1:] {
-			n, _ := strconv.Atoi(v)
-			r.errorCount += n
-		}
-	}
-	for _, m := range percentLine.FindAllStringSubmatch(text, -1) {
-		value, _ := strconv.ParseFloat(m[2], 64)
-		switch m[3] {
-		case "us":
-			value /= 1000
-		case "s":
-			value *= 1000
-		case "m":
-			value *= 60000
-		}
-		if m[1] == "50" {
-			r.p50 = value
-		} else {
-			r.p99 = value
-		}
-	}
-	return r
 }
