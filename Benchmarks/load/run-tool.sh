@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs one load tool of Benchmarks/load against a copy of the tributary binary:
 #
-#   Benchmarks/load/run-tool.sh TOOL [tool flags]      (TOOL: sse-scale, keyed-scale, cancellation, soak, attack, fleet, fleet-chaos, circuit, first-event)
+#   Benchmarks/load/run-tool.sh TOOL [tool flags]      (TOOL: a folder of Benchmarks/load, e.g. sse-scale)
 #
-# Benchmarks/sse-scale.sh, keyed-scale.sh, cancellation.sh, soak.sh, attack.sh, fleet.sh, fleet-chaos.sh and circuit.sh call this; see
+# The Benchmarks/*.sh of each tool (sse-scale.sh, keyed-scale.sh, auth.sh, …) call this; see
 # them for what each tool measures. The tool is built (Go standard library, no downloads) into Benchmarks/.build-go/.
 # Env: TRIBUTARY_BIN=path (default: swift build -c release --product tributary). The binary is
 # copied first, so a rebuild during the run changes nothing. The open-file limit is raised to

@@ -1,9 +1,11 @@
 // Package harness is what the load tools of Benchmarks/load have in common: starting and
 // watching the Tributary process under test (a free loopback port, readiness through
-// /healthz, RSS, open files, CPU time and sockets from /proc, a stop by PID), waiting for a
-// quiet machine, the tools' work directory, their generated configuration, their scripted
-// upstream (fixture.go) and the helpers of the two raw-TCP ones (upstream.go), the SSE load
-// client (sse.go), nginx and redis-server, and the small helpers of their reports.
+// /healthz, RSS, open files, CPU time and sockets from /proc, a stop by PID) and the helper
+// processes beside it (the demo upstream, a collector), waiting for a quiet machine, the
+// tools' work directory, their generated configuration, their scripted upstream (fixture.go)
+// and the helpers of the two raw-TCP ones (upstream.go), the SSE load client (sse.go), wrk
+// and the flags of the tools around it (wrk.go, flags.go), nginx and redis-server, and the
+// small helpers of their reports.
 //
 // Importing the package locks the main goroutine to the main thread (see init): the service
 // gets SIGTERM when the thread that started it ends, so StartService must be called from the
@@ -31,7 +33,8 @@ func init() {
 	runtime.LockOSThread()
 }
 
-// Service is a running `tributary serve` process.
+// Service is a running `tributary serve` process, or a helper process a tool started the same
+// way (the demo upstream, a collector: StartDemoUpstream, StartProcess).
 type Service struct {
 	PID     int
 	Addr    string // 127.0.0.1:PORT
@@ -68,10 +71,10 @@ type ServiceOptions struct {
 }
 
 // StartServiceWith runs `bin serve --config … --listen 127.0.0.1:PORT` (o.Port or a free
-// port, then o.Args) with log level warning and its output in o.LogPath, and waits (≤ 15 s) until
-// /healthz answers 200. With o.OpenFiles, prlimit sets both open-file limits and then execs
-// the service, so the PID is the service's and it cannot raise its soft limit above N. Call it
-// from the main goroutine (see the package comment).
+// port, then o.Args) with log level warning and its output in o.LogPath, and waits (≤ 15 s)
+// until /healthz answers 200. With o.OpenFiles, prlimit sets both open-file limits and then
+// execs the service, so the PID is the service's and it cannot raise its soft limit above N.
+// Call it from the main goroutine (see the package comment).
 func StartServiceWith(o ServiceOptions) (*Service, error) {
 	port := o.Port
 	if port == 0 {
@@ -81,51 +84,78 @@ func StartServiceWith(o ServiceOptions) (*Service, error) {
 		}
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	logFile, err := os.Create(o.LogPath)
+	args := append([]string{o.Bin, "serve", "--config", o.ConfigPath, "--listen", addr}, o.Args...)
+	if o.OpenFiles > 0 {
+		args = append([]string{"prlimit", fmt.Sprintf("--nofile=%d:%d", o.OpenFiles, o.OpenFiles), "--"}, args...)
+	}
+	env := append([]string{"TRIBUTARY_LOG_LEVEL=warning"}, o.Env...)
+	if o.Workers > 0 {
+		env = append(env, "TRIBUTARY_WORKERS="+strconv.Itoa(o.Workers))
+	}
+	return startProcess(args, env, port, o.LogPath, "/healthz", 15*time.Second)
+}
+
+// StartDemoUpstream runs `bin demo-upstream` (the tasks, media and search APIs the shipped
+// configuration names, 10 groups) on a free loopback port, its output in logPath, and waits
+// (≤ 15 s) until GET /groups answers 200. Call it from the main goroutine.
+func StartDemoUpstream(bin, logPath string) (*Service, error) {
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"serve", "--config", o.ConfigPath, "--listen", addr}, o.Args...)
-	name := o.Bin
-	if o.OpenFiles > 0 {
-		args = append([]string{fmt.Sprintf("--nofile=%d:%d", o.OpenFiles, o.OpenFiles), "--", o.Bin}, args...)
-		name = "prlimit"
+	return startProcess([]string{bin, "demo-upstream", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, nil, port, logPath, "/groups", 15*time.Second)
+}
+
+// StartProcess runs a helper of a tool's (name and args; a collector, say) that listens on
+// 127.0.0.1:port, its output in logPath, and waits (≤ 15 s) until GET / on the port gets an
+// answer, whatever its status. It is stopped by its PID like the service. Call it from the
+// main goroutine.
+func StartProcess(logPath string, port int, name string, args ...string) (*Service, error) {
+	return startProcess(append([]string{name}, args...), nil, port, logPath, "/", 15*time.Second)
+}
+
+// startProcess runs args[0] with the rest of args, the environment plus env, its output in
+// logPath, and waits (≤ within) until GET readyPath on 127.0.0.1:port answers: 200 for
+// /healthz and /groups, anything for another path.
+func startProcess(args, env []string, port int, logPath, readyPath string, within time.Duration) (*Service, error) {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
 	}
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(append(os.Environ(), "TRIBUTARY_LOG_LEVEL=warning"), o.Env...)
-	if o.Workers > 0 {
-		cmd.Env = append(cmd.Env, "TRIBUTARY_WORKERS="+strconv.Itoa(o.Workers))
-	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// The main goroutine is locked to the main thread, which lives as long as this process:
-	// if this tool dies, the service gets SIGTERM instead of running on.
+	// if this tool dies, the process gets SIGTERM instead of running on.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, err
 	}
-	s := &Service{PID: cmd.Process.Pid, Addr: addr, Port: port, logPath: o.LogPath, exited: make(chan struct{})}
+	s := &Service{PID: cmd.Process.Pid, Addr: addr, Port: port, logPath: logPath, exited: make(chan struct{})}
 	go func() {
 		s.exitErr = cmd.Wait()
 		logFile.Close()
 		close(s.exited)
 	}()
 	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.exited:
-			return nil, fmt.Errorf("tributary exited at start (%v): %s", s.exitErr, s.LogTail())
+			return nil, fmt.Errorf("%s exited at start (%v): %s", args[0], s.exitErr, s.LogTail())
 		default:
 		}
-		if status(client, "http://"+addr+"/healthz") == 200 {
+		answer := status(client, "http://"+addr+readyPath)
+		if answer == 200 || (answer != 0 && readyPath == "/") {
 			return s, nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.Stop()
-	return nil, fmt.Errorf("tributary did not answer /healthz within 15 s: %s", s.LogTail())
+	return nil, fmt.Errorf("%s did not answer %s within %s: %s", args[0], readyPath, within, s.LogTail())
 }
 
 // Done is closed once the service has exited (and been waited for).
@@ -247,4 +277,24 @@ func (s *Service) Metric(series string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// MetricSum is the sum of every series of the metric `name` (whatever its labels) in the
+// service's /metrics; 0 when it has none or did not answer.
+func (s *Service) MetricSum(name string) float64 {
+	response, err := probe.Get("http://" + s.Addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer response.Body.Close()
+	body, _ := io.ReadAll(response.Body)
+	sum := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 2 && (fields[0] == name || strings.HasPrefix(fields[0], name+"{")) {
+			value, _ := strconv.ParseFloat(fields[1], 64)
+			sum += value
+		}
+	}
+	return sum
 }

@@ -79,3 +79,11 @@ func Check(err error) {
 		log.Fatal(err)
 	}
 }
+
+// EnvDuration is the duration in the environment variable name ("10s", "1m"), or fallback.
+func EnvDuration(name string, fallback time.Duration) time.Duration {
+	if value, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return value
+	}
+	return fallback
+}

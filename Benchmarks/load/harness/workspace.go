@@ -12,8 +12,9 @@ import (
 
 // Workspace is a tool's temporary work directory (generated configuration, service logs)
 // and the processes under test in it: the services it started (several for the fleet's
-// replicas) and a redis-server. From NewWorkspace on, SIGINT and SIGTERM kill each of them by
-// its PID, remove the directory unless it is kept, and end the tool with status 130.
+// replicas), helpers (the demo upstream, a collector) and a redis-server. From NewWorkspace
+// on, SIGINT and SIGTERM kill each of them by its PID, remove the directory unless it is
+// kept, and end the tool with status 130.
 type Workspace struct {
 	Dir      string
 	keep     bool
@@ -67,7 +68,24 @@ func (w *Workspace) StartService(bin, configPath, logName string, workers int) (
 // Close stops.
 func (w *Workspace) StartServiceWith(o ServiceOptions, logName string) (*Service, error) {
 	o.LogPath = filepath.Join(w.Dir, logName)
-	s, err := StartServiceWith(o)
+	return w.track(StartServiceWith(o))
+}
+
+// StartDemoUpstream starts `bin demo-upstream` as StartDemoUpstream does, its output in the
+// file logName of the directory, and adds it to those an interrupt or Close stops.
+func (w *Workspace) StartDemoUpstream(bin, logName string) (*Service, error) {
+	return w.track(StartDemoUpstream(bin, filepath.Join(w.Dir, logName)))
+}
+
+// StartProcess starts a helper as StartProcess does, its output in the file logName of the
+// directory, and adds it to those an interrupt or Close stops.
+func (w *Workspace) StartProcess(logName string, port int, name string, args ...string) (*Service, error) {
+	return w.track(StartProcess(filepath.Join(w.Dir, logName), port, name, args...))
+}
+
+// track adds a process just started (unless it failed to start) to those an interrupt or
+// Close stops.
+func (w *Workspace) track(s *Service, err error) (*Service, error) {
 	if err == nil {
 		w.mu.Lock()
 		w.services = append(w.services, s)

@@ -103,3 +103,15 @@ func RunWrk(w Wrk) WrkResult {
 	}
 	return r
 }
+
+// RunWrk runs wrk as w says (its URL at the service) and returns its result and the
+// service's CPU time per request over the run, in ms (user + system, 10 ms ticks).
+func (s *Service) RunWrk(w Wrk) (WrkResult, float64) {
+	before := s.CPUTicks()
+	r := RunWrk(w)
+	perRequest := 0.0
+	if r.Requests > 0 {
+		perRequest = float64(s.CPUTicks()-before) * 10 / float64(r.Requests)
+	}
+	return r, perRequest
+}
