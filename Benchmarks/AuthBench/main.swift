@@ -4,9 +4,6 @@
 // benchmark lives here, not in the service's modules) and keys made here (jwt-kit).
 //
 //   AuthBench [ROUNDS]    (default 2000 verifications per algorithm and kind)
-//   AuthBench sign COUNT  an ES256 key made here: its public key's PEM as a JSON string on
-//                         the first line, then COUNT tokens of it (kid bench, issuer bench,
-//                         audience tributary, an hour long), one per line (Benchmarks/auth.sh)
 import CryptoExtras
 import Foundation
 import JWTKit
@@ -20,18 +17,6 @@ struct Claims: JWTPayload {
     var aud: String
     var exp: Double
     func verify(using algorithm: some JWTAlgorithm) async throws {}
-}
-
-if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "sign", let count = Int(CommandLine.arguments[2]) {
-    let key = ES256PrivateKey()
-    let keys = JWTKeyCollection()
-    await keys.add(ecdsa: key, kid: "bench")
-    print(String(decoding: try JSONEncoder().encode(key.publicKey.pemRepresentation), as: UTF8.self))
-    for client in 0..<count {
-        let claims = Claims(sub: "client-\(client)", iss: "bench", aud: "tributary", exp: Date().timeIntervalSince1970 + 3600)
-        print(try await keys.sign(claims, kid: "bench"))
-    }
-    exit(0)
 }
 
 let rounds = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 2000 : 2000

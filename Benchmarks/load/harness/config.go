@@ -21,6 +21,7 @@ type Config struct {
 	MaxSubscribers  int    // sse.maxSubscribers
 	Heartbeat       string // sse.heartbeat
 	LeaseTTL        string // cluster.leaseTTL (the Redis comes from --redis)
+	ES256Key        string // auth.required, tokens signed by this ES256 public key (PEM; kid and issuer bench, audience tributary)
 	Timeout         string // upstreams.tasks.timeout
 	Retries         string // upstreams.tasks.retries ("0": none)
 	Backoff         string // upstreams.tasks.backoff
@@ -62,6 +63,11 @@ func WriteConfig(dir string, c Config) (string, error) {
 	if c.LeaseTTL != "" {
 		line("cluster:")
 		line("  leaseTTL: %s", c.LeaseTTL)
+	}
+	if c.ES256Key != "" {
+		line("auth:")
+		line("  required: true")
+		line("  jwt: {issuer: bench, audience: tributary, keys: [{kid: bench, alg: ES256, publicKey: %q}]}", c.ES256Key)
 	}
 	line("upstreams:")
 	line("  tasks:")
