@@ -25,13 +25,24 @@ type Config struct {
 	Timeout         string // upstreams.tasks.timeout
 	Retries         string // upstreams.tasks.retries ("0": none)
 	Backoff         string // upstreams.tasks.backoff
-	PoolSize        int    // upstreams.tasks.poolSize; 0: 64
+	PoolSize        int    // upstreams.tasks.poolSize (and accounts'); 0: 64
 	MediaMaxQueue   int    // upstreams.media.maxQueue (all three share one origin: the largest applies)
-	Concurrency     int    // resources.groups.concurrency; 0: 64
+	Accounts        bool   // also upstreams.accounts on the same URL, forwarding the client's Authorization
+	Concurrency     int    // resources.groups.concurrency (and Lists'); 0: 64
 	RefreshInterval string // resources.groups.refreshInterval
 	OnItemFailure   string // resources.groups.onItemFailure
 	Rows            bool   // also resources.rows (kind: pages, on the media upstream)
+	Lists           []List // more resources of kind list
 	NoCoalescing    bool   // coalesce: false on every resource (one upstream run per JSON request)
+}
+
+// List is a resource of kind list beside groups, over documents shaped as groups' (items
+// under `result` with an `id`, details under `result`), with groups' concurrency.
+type List struct {
+	Name, Upstream string
+	Route          string // "": /NAME
+	Team           bool   // a path parameter team (^[a-z0-9-]{1,40}$), for Route and the paths
+	List, Details  string // the upstream paths of the list and of an item's details ({id})
 }
 
 // WriteConfig writes the configuration to dir/File and returns that path.
@@ -76,6 +87,12 @@ func WriteConfig(dir string, c Config) (string, error) {
 	optional("    ", "retries", c.Retries)
 	optional("    ", "backoff", c.Backoff)
 	line("    poolSize: %d", pool)
+	if c.Accounts {
+		line("  accounts:")
+		line("    url: %s", c.UpstreamURL)
+		line("    poolSize: %d", pool)
+		line("    forward: [Authorization]")
+	}
 	line("  media:")
 	line("    url: %s", c.UpstreamURL)
 	optional("    ", "maxQueue", c.MediaMaxQueue)
@@ -117,6 +134,27 @@ func WriteConfig(dir string, c Config) (string, error) {
 		line("    row:")
 		line("      item: topic")
 		line("      pages: medias")
+		coalesce()
+	}
+	for _, l := range c.Lists {
+		line("  %s:", l.Name)
+		line("    kind: list")
+		line("    upstream: %s", l.Upstream)
+		if l.Route != "" {
+			line("    route: %q", l.Route)
+		}
+		if l.Team {
+			line("    parameters:")
+			line(`      team: {pattern: "^[a-z0-9-]{1,40}$"}`)
+		}
+		line("    list:")
+		line("      path: %q", l.List)
+		line("      items: result")
+		line("      id: id")
+		line("    details:")
+		line("      path: %q", l.Details)
+		line("      value: result")
+		line("    concurrency: %d", concurrency)
 		coalesce()
 	}
 	path := filepath.Join(dir, c.File)

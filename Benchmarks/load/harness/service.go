@@ -63,18 +63,21 @@ func StartService(bin, configPath, logPath string, workers int) (*Service, error
 // ServiceOptions is how StartServiceWith runs the service.
 type ServiceOptions struct {
 	Bin, ConfigPath, LogPath string
-	Workers                  int      // TRIBUTARY_WORKERS; 0 leaves the configuration's
-	Args                     []string // more `serve` arguments, e.g. "--upstream", "tasks=URL"
-	OpenFiles                int      // > 0: started under `prlimit --nofile=N:N` (soft and hard limit)
-	Port                     int      // the loopback port to listen on; 0: a free one
-	Env                      []string // more environment, e.g. "TRIBUTARY_CLUSTER_SECRET=…"
+	Workers                  int           // TRIBUTARY_WORKERS; 0 leaves the configuration's
+	Args                     []string      // more `serve` arguments, e.g. "--upstream", "tasks=URL"
+	OpenFiles                int           // > 0: started under `prlimit --nofile=N:N` (soft and hard limit)
+	Port                     int           // the loopback port to listen on; 0: a free one
+	Env                      []string      // more environment, e.g. "TRIBUTARY_CLUSTER_SECRET=…"
+	Under                    []string      // a command the service runs under, e.g. valgrind and its options
+	ReadyWithin              time.Duration // how long /healthz may take to answer 200; 0: 15 s
 }
 
 // StartServiceWith runs `bin serve --config … --listen 127.0.0.1:PORT` (o.Port or a free
-// port, then o.Args) with log level warning and its output in o.LogPath, and waits (≤ 15 s)
-// until /healthz answers 200. With o.OpenFiles, prlimit sets both open-file limits and then
-// execs the service, so the PID is the service's and it cannot raise its soft limit above N.
-// Call it from the main goroutine (see the package comment).
+// port, then o.Args) with log level warning and its output in o.LogPath, and waits (≤ 15 s,
+// or o.ReadyWithin) until /healthz answers 200. With o.OpenFiles, prlimit sets both open-file
+// limits and then execs the service, so the PID is the service's and it cannot raise its soft
+// limit above N; with o.Under, the service runs under that command (valgrind), whose PID is
+// then the service's. Call it from the main goroutine (see the package comment).
 func StartServiceWith(o ServiceOptions) (*Service, error) {
 	port := o.Port
 	if port == 0 {
@@ -88,11 +91,16 @@ func StartServiceWith(o ServiceOptions) (*Service, error) {
 	if o.OpenFiles > 0 {
 		args = append([]string{"prlimit", fmt.Sprintf("--nofile=%d:%d", o.OpenFiles, o.OpenFiles), "--"}, args...)
 	}
+	args = append(append([]string(nil), o.Under...), args...)
 	env := append([]string{"TRIBUTARY_LOG_LEVEL=warning"}, o.Env...)
 	if o.Workers > 0 {
 		env = append(env, "TRIBUTARY_WORKERS="+strconv.Itoa(o.Workers))
 	}
-	return startProcess(args, env, port, o.LogPath, "/healthz", 15*time.Second)
+	within := o.ReadyWithin
+	if within == 0 {
+		within = 15 * time.Second
+	}
+	return startProcess(args, env, port, o.LogPath, "/healthz", within)
 }
 
 // StartDemoUpstream runs `bin demo-upstream` (the tasks, media and search APIs the shipped
