@@ -16,24 +16,25 @@ type Config struct {
 	Tool            string // named in the file's first line
 	File            string // the file's name in the directory; "": tributary.yaml
 	UpstreamURL     string
-	MaxConnections  int    // server.maxConnections
-	RateLimit       string // server.rateLimit, e.g. "{rate: 200/s, burst: 20, by: ip}"
-	MaxSubscribers  int    // sse.maxSubscribers
-	Heartbeat       string // sse.heartbeat
-	LeaseTTL        string // cluster.leaseTTL (the Redis comes from --redis)
-	ES256Key        string // auth.required, tokens signed by this ES256 public key (PEM; kid and issuer bench, audience tributary)
-	Timeout         string // upstreams.tasks.timeout
-	Retries         string // upstreams.tasks.retries ("0": none)
-	Backoff         string // upstreams.tasks.backoff
-	PoolSize        int    // upstreams.tasks.poolSize (and accounts'); 0: 64
-	MediaMaxQueue   int    // upstreams.media.maxQueue (all three share one origin: the largest applies)
-	Accounts        bool   // also upstreams.accounts on the same URL, forwarding the client's Authorization
-	Concurrency     int    // resources.groups.concurrency (and Lists'); 0: 64
-	RefreshInterval string // resources.groups.refreshInterval
-	OnItemFailure   string // resources.groups.onItemFailure
-	Rows            bool   // also resources.rows (kind: pages, on the media upstream)
-	Lists           []List // more resources of kind list
-	NoCoalescing    bool   // coalesce: false on every resource (one upstream run per JSON request)
+	MaxConnections  int      // server.maxConnections
+	RateLimit       string   // server.rateLimit, e.g. "{rate: 200/s, burst: 20, by: ip}"
+	MaxSubscribers  int      // sse.maxSubscribers
+	Heartbeat       string   // sse.heartbeat
+	LeaseTTL        string   // cluster.leaseTTL (the Redis comes from --redis)
+	ES256Key        string   // auth.required, tokens signed by this ES256 public key (PEM; kid and issuer bench, audience tributary)
+	Timeout         string   // upstreams.tasks.timeout
+	Retries         string   // upstreams.tasks.retries ("0": none)
+	Backoff         string   // upstreams.tasks.backoff
+	PoolSize        int      // upstreams.tasks.poolSize (and accounts'); 0: 64
+	MediaMaxQueue   int      // upstreams.media.maxQueue (all three share one origin: the largest applies)
+	Accounts        bool     // also upstreams.accounts on the same URL, forwarding the client's Authorization
+	Concurrency     int      // resources.groups.concurrency (and Lists'); 0: 64
+	RefreshInterval string   // resources.groups.refreshInterval
+	OnItemFailure   string   // resources.groups.onItemFailure
+	Rows            bool     // also resources.rows (kind: pages, on the media upstream)
+	Lists           []List   // more resources of kind list
+	Searches        []string // more resources, of kind search on tasks: NAME asks GET /NAME
+	NoCoalescing    bool     // coalesce: false on every resource (one upstream run per JSON request)
 }
 
 // List is a resource of kind list beside groups, over documents shaped as groups' (items
@@ -155,6 +156,13 @@ func WriteConfig(dir string, c Config) (string, error) {
 		line("      path: %q", l.Details)
 		line("      value: result")
 		line("    concurrency: %d", concurrency)
+		coalesce()
+	}
+	for _, name := range c.Searches {
+		line("  %s:", name)
+		line("    kind: search")
+		line("    upstream: tasks")
+		line("    path: /%s", name)
 		coalesce()
 	}
 	path := filepath.Join(dir, c.File)

@@ -31,6 +31,9 @@ type UpstreamOptions struct {
 	DetailDelay func(id string) time.Duration
 	// OnCall, when set, is called with every request's path as it arrives (circuit times them).
 	OnCall func(path string)
+	// Bodies are answered as they are: GET /NAME gets Bodies[NAME] (json-memory's hostile
+	// bodies).
+	Bodies map[string][]byte
 }
 
 // Upstream is the tools' scripted upstream on a free loopback port, answering what the
@@ -41,6 +44,7 @@ type UpstreamOptions struct {
 //	GET /me/groups, /me/groups/{id}/metadata           the caller's own groups, named after its
 //	                                                   Authorization; 401 and counted without one
 //	GET /topics, /topics/{id}/medias                   the `media` API, one page per topic
+//	GET /NAME                                          Bodies[NAME], as it is
 //
 // While Failing is set, every call is answered 503 (circuit's outage).
 type Upstream struct {
@@ -99,6 +103,10 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if u.Failing.Load() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write([]byte(`{"down":true}`))
+		return
+	}
+	if body, ok := u.options.Bodies[strings.TrimPrefix(r.URL.Path, "/")]; ok {
+		w.Write(body)
 		return
 	}
 	segments := strings.Split(strings.Trim(r.URL.Path, "/"), "/")

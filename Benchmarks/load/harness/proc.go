@@ -17,14 +17,21 @@ func (s *Service) RSSKiB() int { return ProcessRSSKiB(s.PID) }
 
 // ProcessRSSKiB is the VmRSS of process pid in KiB (-1 if unreadable): the service's, or a
 // peer's worker (nginx) that a tool measures the same way.
-func ProcessRSSKiB(pid int) int {
+func ProcessRSSKiB(pid int) int { return statusKiB(pid, "VmRSS:") }
+
+// PeakRSSKiB is the service's VmHWM, the peak of its RSS so far, in KiB (-1 if unreadable).
+func (s *Service) PeakRSSKiB() int { return statusKiB(s.PID, "VmHWM:") }
+
+// statusKiB is the value of the field (e.g. "VmRSS:") of /proc/PID/status in KiB (-1 if
+// unreadable).
+func statusKiB(pid int, field string) int {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return -1
 	}
 	for _, line := range bytes.Split(data, []byte("\n")) {
-		if bytes.HasPrefix(line, []byte("VmRSS:")) {
-			fields := strings.Fields(string(line[6:]))
+		if bytes.HasPrefix(line, []byte(field)) {
+			fields := strings.Fields(string(line[len(field):]))
 			if len(fields) > 0 {
 				value, _ := strconv.Atoi(fields[0])
 				return value
