@@ -52,9 +52,10 @@ final class SocketConnection: UpstreamConnection {
     private var socket: Int32 = -1
     private var readEvent: OpaquePointer?
     private var writeEvent: OpaquePointer?
-    /// The call whose request is on this connection, and its answer as read so far.
+    /// The call whose request is on this connection, and its answer as read so far: the one
+    /// parser, started again for each request, reads for `call` while it is set.
     private var call: UpstreamCall?
-    private var parser: HTTPResponseParser?
+    private var parser = HTTPResponseParser(limits: .init(maxHeadBytes: 0, maxBodyBytes: 0), keptHeaders: [], expectsBody: false)
     /// The request's bytes, and how many of them the socket took.
     private var output: [UInt8] = []
     private var outputSent = 0
@@ -122,7 +123,7 @@ final class SocketConnection: UpstreamConnection {
         callOutlastsInactivityLimit = call.request.timeout > limits.connectionTimeout
         // The request is read where the call keeps it: a copy costs a retain and a release of
         // each of its strings and arrays.
-        parser = HTTPResponseParser(
+        parser.restart(
             limits: .init(maxHeadBytes: limits.maxResponseHeaderBytes, maxBodyBytes: min(call.request.maxResponseBytes, limits.maxResponseBytes)),
             keptHeaders: call.request.keptResponseHeaders, expectsBody: call.request.method != .head)
         writeRequest(call.request, span: call.traceSpanID)
@@ -135,7 +136,6 @@ final class SocketConnection: UpstreamConnection {
 
     func withdraw() {
         call = nil
-        parser = nil
         close()
     }
 
@@ -276,12 +276,12 @@ final class SocketConnection: UpstreamConnection {
         while true {
             let count = recv(socket, buffer.baseAddress, buffer.count, 0)
             if count > 0 {
-                guard parser != nil else {
+                guard call != nil else {
                     close()
                     return
                 }
                 answerStarted = true
-                switch parser!.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) {
+                switch parser.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) {
                 case .needsMore:
                     if let inactivity, inactivity.isScheduled { inactivity.schedule(after: limits.connectionTimeout) }
                     // A full buffer may have left more behind; otherwise the event says when.
@@ -294,11 +294,11 @@ final class SocketConnection: UpstreamConnection {
                     return
                 }
             } else if count == 0 {
-                guard parser != nil else {
+                guard call != nil else {
                     close()
                     return
                 }
-                switch parser!.endOfInput() {
+                switch parser.endOfInput() {
                 case .complete: answered(leavingBytes: false)
                 case .failed(let kind, let detail): fail(kind, detail, beforeAnswer: !answerStarted)
                 case .needsMore: fail(.connectionFailed, "connection closed", beforeAnswer: !answerStarted)
@@ -310,7 +310,7 @@ final class SocketConnection: UpstreamConnection {
                 return
             } else {
                 let reason = "recv: \(Self.systemError())"
-                if parser != nil { fail(.connectionFailed, reason, beforeAnswer: !answerStarted) } else { close() }
+                if call != nil { fail(.connectionFailed, reason, beforeAnswer: !answerStarted) } else { close() }
                 return
             }
         }
@@ -321,13 +321,12 @@ final class SocketConnection: UpstreamConnection {
     /// start of the next one, which could be any other caller's) and the request was sent
     /// whole (an early answer to a large body: the rest of it would precede the next request).
     private func answered(leavingBytes: Bool) {
-        guard let call, parser != nil else { return }
+        guard let call else { return }
         self.call = nil
-        // The answer is read where the parser lies, then the parser dropped: a copy of the
-        // parser cost a retain and a release of each of its arrays.
-        let response = parser!.response
-        let keepsAlive = parser!.keepsAlive
-        parser = nil
+        // The answer is moved out of the parser where it lies: a copy of the parser cost a
+        // retain and a release of each of its arrays.
+        let keepsAlive = parser.keepsAlive
+        let response = parser.takeResponse()
         inactivity?.cancel()
         let reusable = keepsAlive && !leavingBytes && outputSent == output.count
         // One clock reading: the call's end (its latency) and the connection's idle start.
@@ -347,7 +346,6 @@ final class SocketConnection: UpstreamConnection {
         let call = self.call
         let reused = idleSince != nil
         self.call = nil
-        parser = nil
         close()
         guard let call else { return }
         if beforeAnswer && reused {

@@ -76,6 +76,39 @@ struct HTTPResponseParserTests {
         #expect(try Self.parse(response).get() == expected)
     }
 
+    /// Feeds `bytes` whole to `parser`, then the input's end if it needs more: the outcome and
+    /// the response it read.
+    static func read(_ bytes: [UInt8], with parser: inout HTTPResponseParser) -> (HTTPResponseParser.Outcome, UpstreamResponse) {
+        var outcome = bytes.withUnsafeBytes { parser.feed($0) }
+        if outcome == .needsMore { outcome = parser.endOfInput() }
+        return (outcome, parser.takeResponse())
+    }
+
+    @Test("a parser started again reads each answer as a new one would, whatever the last one left in it, and keeps none of it")
+    func restarted() {
+        let answers = (Self.framedAnswers.map(\.0) + Self.refusedAnswers.map(\.0)).map { Array($0.utf8) }
+        let kept: [StaticString] = ["etag", "content-length"]
+        for first in answers {
+            for second in answers {
+                // The first answer read whole, or cut in the middle (a call withdrawn, a failure).
+                for cut in [first.count, first.count / 2] {
+                    var reused = HTTPResponseParser(limits: Self.limits, keptHeaders: nil, expectsBody: true)
+                    _ = first[..<cut].withUnsafeBytes { reused.feed($0) }
+                    reused.restart(limits: Self.limits, keptHeaders: kept, expectsBody: true)
+                    var fresh = HTTPResponseParser(limits: Self.limits, keptHeaders: kept, expectsBody: true)
+                    let (reusedOutcome, reusedAnswer) = Self.read(second, with: &reused)
+                    let (freshOutcome, freshAnswer) = Self.read(second, with: &fresh)
+                    #expect(reusedOutcome == freshOutcome)
+                    #expect(reusedAnswer.status == freshAnswer.status && reusedAnswer.body == freshAnswer.body)
+                    #expect(reusedAnswer.headers.map(\.name) == freshAnswer.headers.map(\.name))
+                    #expect(reusedAnswer.headers.map(\.value) == freshAnswer.headers.map(\.value))
+                    #expect(reused.keepsAlive == fresh.keepsAlive)
+                    #expect(reused.body.isEmpty && reused.headers.isEmpty, "the answer was taken out, not kept")
+                }
+            }
+        }
+    }
+
     @Test("204, 304 and the answer to HEAD have no body, whatever their Content-Length says")
     func answersWithoutBody() throws {
         let noContent = "HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n"
