@@ -266,13 +266,14 @@ def reconnect(name: str, service: Service, open_stream: OpenStream, last_id: str
     with open_stream(service.url(PATH), last_id) as events:
         ids = {a["resource"]: a["id"] for a in announcements(events)}
         # The rows load while the stream starts, and their unchanged snapshot is not sent to
-        # say when they are in: until then loadMore is refused, 400, and tried again.
+        # say when they are in: until then loadMore is refused (400 for a topic not listed yet,
+        # 409 for one whose first page is not in), and tried again.
         deadline = time.monotonic() + TIMEOUT
         while True:
             status, body = service.request("POST", f"/streams/{ids['rows']}/triggers/loadMore?topic={topic}")
             if status == 202 or time.monotonic() > deadline:
                 break
-            check(status == 400 and ("no topic" in body or "has not loaded its first page yet" in body),
+            check((status == 400 and "no topic" in body) or (status == 409 and "has not loaded its first page yet" in body),
                   f"loadMore answered {status} {body}")
             time.sleep(0.05)
         check(status == 202, f"loadMore answered {status} {body}")

@@ -112,11 +112,11 @@ struct EventsStreamTests {
         /// `before` is the count of upstream requests before the stream opened.
         /// `loadMore` of `topic` on stream `id`, asked again while the row's first page, which
         /// the upstream has answered, is still on its way into the view (the trigger is refused
-        /// until then: "has not loaded its first page yet"); for at most 10 s.
+        /// until then: 409, "has not loaded its first page yet"); for at most 10 s.
         func loadMore(_ id: String, topic: String) async throws -> TestResponse {
             var answer = try await TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/loadMore?topic=\(topic)")
             let deadline = ContinuousClock.now + .seconds(10)
-            while answer.status == 400 && answer.text.contains("not loaded its first page yet") && ContinuousClock.now < deadline {
+            while answer.status == 409 && answer.text.contains("not loaded its first page yet") && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(10))
                 answer = try await TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/loadMore?topic=\(topic)")
             }

@@ -59,7 +59,7 @@ struct RowsTests {
         await world.stop()
     }
 
-    @Test("a loadMore before the topic's first page is in is refused (400), not accepted and lost; once it is in, it loads")
+    @Test("a loadMore before the topic's first page is in is refused (409 not_ready), not accepted and lost; once it is in, it loads")
     func loadMoreBeforeTheFirstPage() async throws {
         var fixture = MediaFixture(topics: ["a", "b"])
         fixture.hangingFirstPages = ["a"]
@@ -70,7 +70,7 @@ struct RowsTests {
             records.contains { $0.path == "/topics/a/medias" && $0.inFlight } && records.contains { $0.path == "/topics/b/medias" && !$0.inFlight }
         })
         let early = try await world.trigger(id, "loadMore", "?topic=a")
-        #expect(early.status == 400)
+        #expect(early.status == 409 && early.error?.code == "not_ready", "\(early.text)")
         #expect(early.error?.message.contains("has not loaded its first page yet") == true, "\(early.text)")
         #expect(try await world.trigger(id, "loadMore", "?topic=b").status == 202)
         #expect(await world.upstream.records.wait(timeout: .seconds(5)) { $0.contains { $0.path == "/topics/b/medias" && $0.query["page"] == "2" } })

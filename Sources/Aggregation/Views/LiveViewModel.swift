@@ -41,6 +41,9 @@ public enum ControlError: Error, Equatable, Sendable {
     case unknownInput(String)
     /// The name exists but an argument or value is not acceptable: the message says why.
     case invalidArgument(String)
+    /// The request is right but comes too early for the stream's state (a `loadMore` of a topic
+    /// whose first page is not in yet, as after a `reload`): asked again later, it may pass.
+    case notReady(String)
 }
 
 /// The view of a resource everyone watches: the shared live pipeline (``LiveSource``), whose

@@ -52,7 +52,7 @@ public final class RowsView: LiveViewModel {
         case "loadMore":
             guard let id = arguments[argument] else { throw .invalidArgument("loadMore needs ?\(argument)=<id>") }
             guard knownIDs.contains(ExactText(id)) else { throw .invalidArgument("no \(argument) \"\(id)\" in this stream") }
-            guard loadedIDs.contains(ExactText(id)) else { throw .invalidArgument("\(argument) \"\(id)\" has not loaded its first page yet") }
+            guard loadedIDs.contains(ExactText(id)) else { throw .notReady("\(argument) \"\(id)\" has not loaded its first page yet") }
             self.trigger.activate(for: PagedListResource.LoadMore(id: id))
         default:
             throw .unknownTrigger(trigger)

@@ -99,7 +99,11 @@ struct OpenAPIDocument {
                                       description: "`loadMore`: the id of the item whose next page to load.",
                                       schema: .object([("type", .string("string"))]))
                 },
-            answers: [accepted], errors: controlErrors(notFound: "unknown_trigger", what: "trigger") + controlAccessErrors,
+            answers: [accepted],
+            errors: controlErrors(notFound: "unknown_trigger", what: "trigger")
+                + [OpenAPI.ErrorCase(status: 409, code: "not_ready",
+                                     when: "`loadMore` of an item whose first page is not in yet (as just after a `reload`): ask again")]
+                + controlAccessErrors,
             security: bearerSecurity([]))
     }
 

@@ -200,6 +200,10 @@ final class EventStreamHub {
                                           message: "stream \(id.redacted) has no input \(input) (it has: \(listed(view.inputs)))"))
             case .invalidArgument(let problem):
                 return .failure(.badRequest(problem))
+            case .notReady(let problem):
+                // 409 (RFC 9110 §15.5.10): nothing is wrong with the request, the stream's state
+                // is not there yet; the same request may pass in a moment.
+                return .failure(HTTPError(status: 409, code: "not_ready", message: problem))
             }
         }
     }
