@@ -56,7 +56,7 @@ trap 'cleanup; rm -rf "$work"' EXIT
     chmod -R u+w "$copy/peers/go"
     (cd "$copy/peers/go" && GOFLAGS=-mod=mod GOPROXY=off go build -o peer-go .)
 }
-(cd "$root" && swift build -c release --product tributary >/dev/null)
+(cd "$root" && SWIFT_DETERMINISTIC_HASHING=1 swift build -c release --static-swift-stdlib --product tributary >/dev/null)
 python3 "$source_dir/upstream/gen.py" "$n" "$fixture" >/dev/null
 
 "$root/Benchmarks/coalesce-config.sh" off >"$work/unbatched.yaml"

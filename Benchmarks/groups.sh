@@ -15,7 +15,8 @@
 # requests (`details.batchWindow`); the peers still make N+1 calls per answer.
 # The shared harness is read-only, so it is copied to $BENCH_COPY (default
 # /tmp/tributary-bench) and missing peers are built there once (Hummingbird takes minutes).
-# Tributary runs from the release build with its access log off (the peers log nothing).
+# Tributary runs from the release build (TRIBUTARY_BIN, default the image's build) with its
+# access log off (the peers log nothing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:?usage: groups.sh N [DELAY_MS]}
@@ -45,8 +46,13 @@ config=$(mktemp /tmp/tributary-groups-bench.XXXXXX.yaml)
 trap 'rm -f "$config"' EXIT
 "$root/Benchmarks/coalesce-config.sh" "$coalesce" >"$config"
 
-(cd "$root" && swift build -c release --product tributary >/dev/null)
-export TRIBUTARY_BIN="$root/.build/release/tributary"
+# TRIBUTARY_BIN when given; otherwise the image's own build (scripts/test's, the Dockerfile's,
+# Benchmarks/budgets.py's): a build with other flags in the same .build compiles every module again.
+if [ -z "${TRIBUTARY_BIN:-}" ]; then
+    (cd "$root" && SWIFT_DETERMINISTIC_HASHING=1 swift build -c release --static-swift-stdlib --product tributary >/dev/null)
+    TRIBUTARY_BIN="$root/.build/release/tributary"
+fi
+export TRIBUTARY_BIN
 export TRIBUTARY_CONFIG="$config"
 export TRIBUTARY_LOG_LEVEL=warning
 export PEERS="$peers" ROUNDS=${ROUNDS:-2}

@@ -22,7 +22,7 @@ up_port=$((base + 1)) port=$((base + 11))
 items=${ITEMS:-200}
 wait_s=${WAIT:-1.5}
 if [ -z "${TRIBUTARY_BIN:-}" ]; then
-    (cd "$root" && swift build -c release --product tributary >/dev/null)
+    (cd "$root" && SWIFT_DETERMINISTIC_HASHING=1 swift build -c release --static-swift-stdlib --product tributary >/dev/null)
     TRIBUTARY_BIN=$root/.build/release/tributary
 fi
 work=$(mktemp -d)

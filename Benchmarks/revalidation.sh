@@ -43,7 +43,7 @@
 # event. Prints one table per scenario and the verdicts; exit status 1 when a run fails
 # (a wait that times out, an upstream error, a wrong event), not when a goal is missed.
 #
-# Env: TRIBUTARY_BIN (default: `swift build -c release --product tributary`, then
+# Env: TRIBUTARY_BIN (default: the image's release build, scripts/test's, then
 # .build/release/tributary), BENCH_SOURCE (default ../shared/bench), PORT_BASE=18580 (nginx on
 # +1, +2 and +3 for the three scenarios, the services on +11 (on) and +12 (off)), WORKERS
 # (default auto, as shipped), ROUNDS, WARMUP, REFRESHES, ITEMS, CHANGES, IDENTITIES,
@@ -107,7 +107,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 if [ -z "${TRIBUTARY_BIN:-}" ]; then
-    (cd "$root" && swift build -c release --product tributary >/dev/null)
+    (cd "$root" && SWIFT_DETERMINISTIC_HASHING=1 swift build -c release --static-swift-stdlib --product tributary >/dev/null)
 fi
 bin=${TRIBUTARY_BIN:-$root/.build/release/tributary}
 [ -x "$bin" ] || { echo "no executable at $bin" >&2; exit 2; }

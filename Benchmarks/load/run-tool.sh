@@ -5,7 +5,7 @@
 #
 # The Benchmarks/*.sh of each tool (sse-scale.sh, keyed-scale.sh, auth.sh, …) call this; see
 # them for what each tool measures. The tool is built (Go standard library, no downloads) into Benchmarks/.build-go/.
-# Env: TRIBUTARY_BIN=path (default: swift build -c release --product tributary). The binary is
+# Env: TRIBUTARY_BIN=path (default: the image's release build, scripts/test's). The binary is
 # copied first, so a rebuild during the run changes nothing. The open-file limit is raised to
 # the hard limit. The tool, which stops the service it starts, is stopped by PID on exit,
 # Ctrl-C included.
@@ -17,7 +17,7 @@ tools=$root/Benchmarks/.build-go
 mkdir -p "$tools"
 (cd "$root/Benchmarks/load" && GOFLAGS=-mod=mod GOPROXY=off go build -o "$tools/$tool" "./$tool")
 if [ -z "${TRIBUTARY_BIN:-}" ]; then
-    (cd "$root" && swift build -c release --product tributary >/dev/null)
+    (cd "$root" && SWIFT_DETERMINISTIC_HASHING=1 swift build -c release --static-swift-stdlib --product tributary >/dev/null)
     TRIBUTARY_BIN=$root/.build/release/tributary
 fi
 binary=$(mktemp "$tools/tributary-under-test.XXXXXX")
