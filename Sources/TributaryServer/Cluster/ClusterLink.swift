@@ -1,3 +1,4 @@
+import Aggregation
 import EventLoop
 import HTTPServer
 

@@ -1,3 +1,4 @@
+import Aggregation
 import HTTPCore
 
 /// A request target as the access log writes it, without the secrets it may carry:

@@ -1,4 +1,5 @@
 import AccessControl
+import Aggregation
 import EventLoop
 import HTTPCore
 import HTTPServer

@@ -32,7 +32,7 @@ public struct StreamID: Hashable, Sendable, CustomStringConvertible {
 
     /// `text` (an id, or whatever a client sent in its place) cut to its first 8 characters
     /// and `…`; as it is when no longer than that.
-    static func redacted(_ text: Substring) -> String {
+    package static func redacted(_ text: Substring) -> String {
         text.count > 8 ? text.prefix(8) + "…" : String(text)
     }
 }

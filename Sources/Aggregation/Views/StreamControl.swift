@@ -1,5 +1,3 @@
-import Aggregation
-
 /// One poke at a live stream's view model: a trigger with the request's query parameters, or
 /// an input's new value. A value, not a closure, so that it can travel to the worker holding
 /// the stream, or through Redis to the replica holding it.
@@ -7,18 +5,18 @@ import Aggregation
 /// ```swift
 /// try StreamControl.trigger("loadMore", arguments: ["topic": "comedy"]).apply(to: view)
 /// ```
-enum StreamControl: Sendable, Equatable {
+package enum StreamControl: Sendable, Equatable {
     case trigger(String, arguments: [String: String])
     case input(String, value: String)
 
     /// The trigger's or input's name.
-    var name: String {
+    package var name: String {
         switch self {
         case .trigger(let name, _), .input(let name, _): name
         }
     }
 
-    func apply(to view: any LiveViewModel) throws(ControlError) {
+    package func apply(to view: any LiveViewModel) throws(ControlError) {
         switch self {
         case .trigger(let name, let arguments): try view.activate(name, arguments: arguments)
         case .input(let name, let value): try view.set(name, to: value)
