@@ -171,16 +171,32 @@ let package = Package(
             ],
             swiftSettings: serviceSettings
         ),
+        /// The replicas of a fleet, met through Redis: each shared live pipeline led by the holder
+        /// of its lease and followed by the others, everything written there sealed with the
+        /// fleet's secret and checked when read, the control of a stream forwarded to the replica
+        /// holding it, reloads spread to every replica. It reaches the service's streams only
+        /// through ``LocalStreams``, which the service's stream directory answers.
+        .target(
+            name: "Fleet",
+            dependencies: [
+                "Aggregation", "EventLoop", "HTTPCore", "HTTPServer", "Redis", "Rivers", "TributaryConfiguration",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                // The seals' HMAC-SHA256 and the digests Redis knows streams by (FleetHashes).
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: serviceSettings
+        ),
         .target(
             name: "TributaryServer",
             dependencies: [
                 "EventLoop", "HTTPCore", "HTTPServer", "UpstreamClient", "Rivers", "Aggregation", "Redis", "Telemetry",
-                "TributaryConfiguration", "AccessControl",
+                "TributaryConfiguration", "AccessControl", "Fleet",
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // The live page's markup, style and script (IndexPage).
             resources: [
@@ -302,8 +318,8 @@ let package = Package(
         .testTarget(
             name: "TributaryServerTests",
             dependencies: [
-                "TributaryServer", "TributaryConfiguration", "AccessControl", "Aggregation", "EventLoop", "HTTPCore", "HTTPServer",
-                "UpstreamClient", "Redis", "TributaryTesting", "TestThreads",
+                "TributaryServer", "TributaryConfiguration", "AccessControl", "Fleet", "Aggregation", "EventLoop", "HTTPCore",
+                "HTTPServer", "UpstreamClient", "Redis", "TributaryTesting", "TestThreads",
                 // Gzip answers inflated with zlib itself (HTTPSemanticsTests).
                 "CZlib",
                 // A timer's exposition compared with swift-prometheus's own (SecondsTimerFactoryTests).
@@ -334,6 +350,17 @@ let package = Package(
         .testTarget(
             name: "AccessControlTests",
             dependencies: ["AccessControl", "TributaryConfiguration", "TestThreads"],
+            swiftSettings: strictSettings
+        ),
+        /// The fleet's parts without a service: seals and messages, the agent's leases, relay,
+        /// reloads and stream lookups between two agents on a real redis-server.
+        .testTarget(
+            name: "FleetTests",
+            dependencies: [
+                "Fleet", "Aggregation", "EventLoop", "HTTPServer", "Redis", "TributaryConfiguration", "TributaryTesting",
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import AccessControl
 import Aggregation
 public import EventLoop
+import Fleet
 public import Logging
 import UpstreamClient
 public import Telemetry

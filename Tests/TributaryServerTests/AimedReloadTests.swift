@@ -1,5 +1,7 @@
+@testable import Fleet
 import HTTPCore
 import Testing
+import TributaryConfiguration
 @testable import TributaryServer
 import TributaryTesting
 
@@ -273,7 +275,7 @@ struct AimedReloadTests {
         let token = [("Authorization", "Bearer \(admin)")]
         // Only B has streams: B runs both pipelines, A none.
         let (core, web) = try await Self.coreAndWeb(on: b)
-        let channel = ClusterKeys(prefix: "tributary", fleet: FleetSeal(secret: FleetSealTests.secret, maximumAhead: .seconds(1)).fleet).reloads
+        let channel = ClusterKeys(prefix: "tributary", fleet: FleetSeal(secret: try ClusterSecret(FleetTests.secret, at: "test"), maximumAhead: .seconds(1)).fleet).reloads
         let spy = try await RawRedisClient(port: redis.port)
         _ = try await spy.command("SUBSCRIBE", channel)
 

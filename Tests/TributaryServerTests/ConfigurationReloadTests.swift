@@ -317,7 +317,7 @@ struct ConfigurationReloadTests {
         let teams = try await SSEClient(port: service.port, path: "/teams")
         #expect(try await teams.next(type: "snapshot").data == fixture.value.mergedJSON)
         #expect(await Self.awaitLog(service, "cluster: leading", count: 2))
-        #expect(service.output.value.contains("resource=teams [TributaryServer] cluster: leading"))
+        #expect(service.output.value.contains("resource=teams [Fleet] cluster: leading"))
         let metrics = try await TestHTTP.get(port: service.port, "/metrics").text
         #expect(metrics.contains(#"tributary_cluster_lease_held{resource="teams"} 1"#))
         #expect(metrics.contains(#"tributary_cluster_lease_held{resource="extra"} 0"#), "the removed resource's lease is given back")

@@ -1,11 +1,11 @@
 import Foundation
 import Glibc
 import EventLoop
+@testable import Fleet
 import HTTPServer
 import UpstreamClient
 import Testing
 import TributaryTesting
-@testable import TributaryServer
 
 /// Someone who can read and write the fleet's Redis, but lacks its secret, cannot crash,
 /// freeze or steer a replica (issue 26). Each attack found by the audit is played here

@@ -1,5 +1,6 @@
 import Aggregation
 import EventLoop
+import Fleet
 import HTTPServer
 import OpenCombine
 import Synchronization

@@ -2,6 +2,7 @@ import AccessControl
 import HTTPCore
 import Aggregation
 import EventLoop
+import Fleet
 import HTTPServer
 
 /// How clients reach the view model of one live stream, by the id its first event announced:

@@ -2,6 +2,7 @@ import AccessControl
 import Aggregation
 import CoreMetrics
 import EventLoop
+import Fleet
 import HTTPServer
 import OpenCombine
 import TributaryConfiguration

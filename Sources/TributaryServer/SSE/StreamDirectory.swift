@@ -1,6 +1,7 @@
-import Aggregation
-import EventLoop
-import HTTPServer
+package import Aggregation
+package import EventLoop
+import Fleet
+package import HTTPServer
 import Synchronization
 
 /// Which worker holds each live stream, for the whole process, and what it shows: its
@@ -9,8 +10,9 @@ import Synchronization
 /// A stream lives on the worker whose loop accepted its connection, but the client's
 /// `POST /streams/{id}/triggers/…` may reach any worker (SO_REUSEPORT spreads connections),
 /// so stream control looks the stream up here and runs on the holding worker's loop; so does
-/// a reload of the streams that have pipelines of their own (`kind: pages`). The one lock
-/// guards only the directory; everything it points to stays on its own loop.
+/// a reload of the streams that have pipelines of their own (`kind: pages`), and, in a fleet,
+/// a control another replica forwarded here (``LocalStreams``). The one lock guards only the
+/// directory; everything it points to stays on its own loop.
 public final class StreamDirectory: ReloadTargets {
     public init() {}
 
@@ -68,7 +70,7 @@ public final class StreamDirectory: ReloadTargets {
 
     /// Activates `reload` on every live stream `aim` names, on the loop of the worker holding
     /// it (for streams with pipelines of their own: each reloads its own); returns how many.
-    func reload(_ aim: ReloadAim) -> Int {
+    package func reload(_ aim: ReloadAim) -> Int {
         let aimed = holders.withLock { holders in
             Dictionary(grouping: holders.filter { aim.aims(at: $0.value.resource, $0.value.parameters) }) { ObjectIdentifier($0.value.listing) }
         }
@@ -84,7 +86,7 @@ public final class StreamDirectory: ReloadTargets {
     /// of a token of subject `subject` (its identity's digest; nil: no token: see
     /// ``EventStreamHub/control(_:_:by:)``), then hands the outcome to `answer` on `loop`.
     /// False (and `answer` never runs) when no worker of this process holds the stream.
-    func apply(
+    package func apply(
         _ control: StreamControl, to id: StreamID, by subject: String? = nil, answeringOn loop: EventLoop,
         _ answer: @escaping @Sendable (Result<Void, HTTPError>) -> Void
     ) -> Bool {
@@ -101,3 +103,5 @@ public final class StreamDirectory: ReloadTargets {
         return true
     }
 }
+
+extension StreamDirectory: LocalStreams {}

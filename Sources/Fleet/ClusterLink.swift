@@ -1,12 +1,16 @@
-import Aggregation
-import EventLoop
-import HTTPServer
+package import Aggregation
+package import EventLoop
+package import HTTPServer
 
 /// How any worker of the process reaches its ``ClusterAgent`` (on the process's own loop).
-struct ClusterLink: Sendable {
-    let agent: LoopBound<ClusterAgent>
+package struct ClusterLink: Sendable {
+    package let agent: LoopBound<ClusterAgent>
 
-    func forward(
+    package init(agent: LoopBound<ClusterAgent>) {
+        self.agent = agent
+    }
+
+    package func forward(
         _ control: StreamControl, to id: StreamID, by subject: String? = nil, answeringOn loop: EventLoop,
         _ answer: @escaping @Sendable (Result<Void, HTTPError>) -> Void
     ) {
@@ -16,30 +20,30 @@ struct ClusterLink: Sendable {
         }
     }
 
-    func streamOpened(_ id: StreamID) {
+    package func streamOpened(_ id: StreamID) {
         let agent = self.agent
         agent.loop.execute { agent.value.streamOpened(id) }
     }
 
-    func streamClosed(_ id: StreamID) {
+    package func streamClosed(_ id: StreamID) {
         let agent = self.agent
         agent.loop.execute { agent.value.streamClosed(id) }
     }
 
     /// Reloads the pipelines `aim` names on every replica.
-    func reload(_ aim: ReloadAim) {
+    package func reload(_ aim: ReloadAim) {
         let agent = self.agent
         agent.loop.execute { agent.value.reload(aim.resource, matching: aim.values) }
     }
 
     /// Stops sharing resource `name` (a reload removed or changed it).
-    func release(_ name: String) {
+    package func release(_ name: String) {
         let agent = self.agent
         agent.loop.execute { agent.value.release(name) }
     }
 
     /// Leaves the fleet (shutdown).
-    func leave() {
+    package func leave() {
         let agent = self.agent
         agent.loop.execute { agent.value.leave() }
     }

@@ -1,18 +1,18 @@
 import Aggregation
 import EventLoop
+@testable import Fleet
 import HTTPServer
 import Logging
 import OpenCombine
 import Redis
 import Testing
 @testable import TributaryConfiguration
-@testable import TributaryServer
 import TributaryTesting
 
 /// The fleet's agent on its own, without a worker or an HTTP server: two agents (two
 /// "replicas") on loop threads of their own, sharing a real `redis-server`, each with a live
-/// pipeline whose refreshes it counts. What the end-to-end fleet tests see through processes,
-/// here one behaviour at a time.
+/// pipeline whose refreshes it counts, and no streams of its own (``NoStreams``). What the
+/// end-to-end fleet tests see through processes, here one behaviour at a time.
 @Suite("Cluster agent: leases, relay, reloads and stream lookups through a real Redis")
 struct ClusterAgentTests {
     /// One replica's agent and its pipeline of `groups`, whose refreshes are counted and whose
@@ -38,7 +38,7 @@ struct ClusterAgentTests {
             let (agent, fleet) = try await thread.run { [settings] loop in
                 var logger = Logger(label: "test")
                 logger.logLevel = .critical
-                let agent = ClusterAgent(settings: settings, loop: loop, directory: StreamDirectory(), logger: logger) {
+                let agent = ClusterAgent(settings: settings, loop: loop, directory: NoStreams(), logger: logger) {
                     joins.update { $0 += 1 }
                 }
                 let local = LiveResource(name: "groups", refreshInterval: .seconds(3600), loop: loop) { _ in
@@ -208,4 +208,16 @@ struct ClusterAgentTests {
         #expect(error.code == "cluster_unavailable")
         await a.stop()
     }
+}
+
+/// A process without live streams: a control forwarded to it finds none, a reload reaches none.
+struct NoStreams: LocalStreams {
+    func apply(
+        _ control: StreamControl, to id: StreamID, by subject: String?, answeringOn loop: EventLoop,
+        _ answer: @escaping @Sendable (Result<Void, HTTPError>) -> Void
+    ) -> Bool {
+        false
+    }
+
+    func reload(_ aim: ReloadAim) -> Int { 0 }
 }

@@ -1,6 +1,6 @@
-import Aggregation
+package import Aggregation
 import CoreMetrics
-import OpenCombine
+package import OpenCombine
 import Rivers
 
 /// A shared live resource in a fleet: one pipeline for all the replicas, wherever it runs.
@@ -28,7 +28,7 @@ import Rivers
 /// sum with one saturates. Loop-confined to the agent's loop, the process's own; the
 /// workers reach it through ``RemoteLiveResource``, and it reaches the worker that runs its
 /// pipeline through another.
-final class FleetLiveResource: LiveSource {
+package final class FleetLiveResource: LiveSource {
     enum Role: Equatable {
         case idle
         case standalone
@@ -39,14 +39,14 @@ final class FleetLiveResource: LiveSource {
     /// What the fleet knows it by (its keys and channels in Redis): the resource's name for
     /// its one public document, the name and a digest of the key for a pipeline of parameter
     /// values or an identity (``ClusterAgent/fleetName(of:)``).
-    let name: String
+    package let name: String
     /// The key it is the pipeline of: its resource (the lease gauge's label) and parameter
     /// values, which a reload aimed at them names.
     let key: SharingKey
     var resource: String { key.resource }
     /// The latest state at once, then every newer one; subscribing and leaving is counted, as
     /// the fleet runs the pipeline only while some replica has subscribers.
-    private(set) lazy var states: AnyPublisher<LiveState, Never> = latest.compactMap { $0 }.removeDuplicates().shareLatest()
+    package private(set) lazy var states: AnyPublisher<LiveState, Never> = latest.compactMap { $0 }.removeDuplicates().shareLatest()
         .handleEvents(
             receiveSubscription: { [unowned self] _ in subscribersChanged(by: 1) },
             receiveCancel: { [unowned self] in subscribersChanged(by: -1) })
@@ -75,13 +75,13 @@ final class FleetLiveResource: LiveSource {
     }
 
     /// Its key was forgotten: it stops sharing, its lease going now if it leads.
-    func retire() {
+    package func retire() {
         agent.retire(self)
     }
 
     /// Refreshes now, for every subscriber of every replica: the holder of the lease runs the
     /// refresh, so the reload goes through Redis (or stays here when running alone).
-    func reload() {
+    package func reload() {
         agent.reload(name)
     }
 

@@ -1,16 +1,16 @@
 import Aggregation
-import EventLoop
+@testable import Fleet
 import HTTPServer
-import UpstreamClient
 import Testing
 @testable import TributaryConfiguration
-@testable import TributaryServer
 
 /// What a replica writes to Redis is sealed with the fleet's secret, and what it reads there
 /// is checked before it is believed: the seal (MAC and time) and the messages inside it.
 @Suite("Fleet messages: sealed, checked, refused")
 struct FleetSealTests {
-    static let secret = try! ClusterSecret(FleetTests.secret, at: "test")
+    /// The fleet's shared secret, as `TRIBUTARY_CLUSTER_SECRET` gives it.
+    static let secretText = "fleet-tests-secret-6f1d0c9a4b2e8d73"
+    static let secret = try! ClusterSecret(secretText, at: "test")
     static let seal = FleetSeal(secret: secret, maximumAhead: .seconds(3))
     static let now: UInt64 = 1_790_000_000_000
     static let context = "tributary:0123456789abcdef:states:groups"
@@ -23,7 +23,7 @@ struct FleetSealTests {
         #expect(Array(opened.payload) == Array("payload with spaces\nand lines".utf8))
         // The documented format, computed independently of FleetSeal.
         let signed = Array("\(Self.now) payload with spaces\nand lines".utf8)
-        let mac = MessageAuthentication.sha256Hex(key: Array(FleetTests.secret.utf8), message: Array(Self.context.utf8) + [0] + signed)
+        let mac = MessageAuthentication.sha256Hex(key: Array(Self.secretText.utf8), message: Array(Self.context.utf8) + [0] + signed)
         #expect(sealed == mac + [UInt8(ascii: " ")] + signed)
     }
 
@@ -74,7 +74,7 @@ struct FleetSealTests {
         #expect(Self.seal.open(Array("v1 18446744073709551615\nnull\n{}".utf8), for: Self.context, now: Self.now).rejection == .malformed)
         #expect(Self.seal.open(Array(repeating: UInt8(ascii: "a"), count: 5000), for: Self.context, now: Self.now).rejection == .tooLarge)
         for signed in ["", "x", "12x payload", "-1 payload", "999999999999999999999 payload", " payload"] {
-            let mac = MessageAuthentication.sha256Hex(key: Array(FleetTests.secret.utf8), message: Array(Self.context.utf8) + [0] + Array(signed.utf8))
+            let mac = MessageAuthentication.sha256Hex(key: Array(Self.secretText.utf8), message: Array(Self.context.utf8) + [0] + Array(signed.utf8))
             #expect(Self.seal.open(mac + [UInt8(ascii: " ")] + Array(signed.utf8), for: Self.context, now: Self.now).rejection == .malformed, "\(signed)")
         }
     }

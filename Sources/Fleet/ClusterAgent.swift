@@ -1,14 +1,14 @@
-import Aggregation
+package import Aggregation
 import CoreMetrics
-import EventLoop
+package import EventLoop
 import HTTPServer
-import Logging
+package import Logging
 import OpenCombine
 import Redis
-import TributaryConfiguration
+package import TributaryConfiguration
 
 /// One replica's member of the fleet: the process's connection to Redis, on the process's
-/// own loop (``ProcessShares/loop``; hiredis on that loop's own libevent). It
+/// own loop (the service's `ProcessShares.loop`; hiredis on that loop's own libevent). It
 ///
 /// - decides, every third of `cluster.leaseTTL`, the role of each shared live resource
 ///   (``FleetLiveResource``): lead it while holding its lease, follow the leader's states, or
@@ -36,7 +36,7 @@ import TributaryConfiguration
 ///
 /// Metrics: `tributary_cluster_connected` (0 or 1), `tributary_cluster_lease_held{resource}`,
 /// `tributary_cluster_rejected_total{reason}`. Loop-confined.
-final class ClusterAgent {
+package final class ClusterAgent {
     /// How long a forwarded control may take before its answer is 504 `cluster_timeout`.
     static let controlTimeout: Duration = .seconds(2)
     /// How long a stream's location lives in Redis unless renewed (every third of it).
@@ -57,7 +57,8 @@ final class ClusterAgent {
     let rejections: FleetRejections
     let loop: EventLoop
     let redis: RedisClient
-    let directory: StreamDirectory
+    /// This process's streams, which controls forwarded here and reloads reach.
+    let directory: any LocalStreams
     let logger: Logger
     var resources: [String: FleetLiveResource] = [:]
     /// This replica's live streams, by the digest Redis knows them by.
@@ -86,7 +87,9 @@ final class ClusterAgent {
     /// the first).
     let joined: () -> Void
 
-    init(settings: Configuration.Cluster, loop: EventLoop, directory: StreamDirectory, logger: Logger, joined: @escaping () -> Void = {}) {
+    package init(
+        settings: Configuration.Cluster, loop: EventLoop, directory: any LocalStreams, logger: Logger, joined: @escaping () -> Void = {}
+    ) {
         self.settings = settings
         self.joined = joined
         self.loop = loop
@@ -121,7 +124,7 @@ final class ClusterAgent {
     /// Makes `local`, the pipeline of `key` (run by a worker, reached through a bridge to its
     /// loop), a pipeline of the whole fleet; states from Redis whose document is larger than
     /// `maximumDocumentBytes` (its upstream's `maxResponseBytes`) are refused.
-    func adopt(_ local: any LiveSource, key: SharingKey, maximumDocumentBytes: Int) -> FleetLiveResource {
+    package func adopt(_ local: any LiveSource, key: SharingKey, maximumDocumentBytes: Int) -> FleetLiveResource {
         let fleet = FleetLiveResource(
             local: local, key: key, name: Self.fleetName(of: key), agent: self, maximumDocumentBytes: maximumDocumentBytes)
         if let replaced = resources[fleet.name] { stopSharing(replaced) }
@@ -146,7 +149,7 @@ final class ClusterAgent {
     /// Stops sharing every pipeline of resource `name` (a configuration reload removed or
     /// changed it): they stop here and, where this replica leads, their leases go now so a
     /// replica that still serves the resource (another configuration) takes over at once.
-    func release(_ name: String) {
+    package func release(_ name: String) {
         for resource in resources.values where resource.resource == name { stopSharing(resource) }
     }
 
