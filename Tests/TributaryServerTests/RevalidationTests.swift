@@ -338,12 +338,12 @@ struct RevalidationTests {
         let reloaded = upstream.requests.dropFirst(3)
         #expect(reloaded.allSatisfy { $0.header("If-None-Match") != nil }, "\(reloaded.map { "\($0.uri): \($0.header("If-None-Match") ?? "-")" })")
         // The reload's 304s sent no snapshot; once its rows are read again (row b's first page
-        // with them), loadMore is taken: 400 until then.
-        var loaded = 400
+        // with them), loadMore is taken: 409 `not_ready` until then.
+        var loaded = 409
         let deadline = ContinuousClock.now + .seconds(10)
-        while loaded == 400, ContinuousClock.now < deadline {
+        while loaded == 409, ContinuousClock.now < deadline {
             loaded = try await TestHTTP.request(port: service.port, "POST", "/streams/\(id)/triggers/loadMore?topic=b").status
-            if loaded == 400 { try await Task.sleep(for: .milliseconds(10)) }
+            if loaded == 409 { try await Task.sleep(for: .milliseconds(10)) }
         }
         #expect(loaded == 202)
         #expect(try await stream.next(type: "snapshot").data == media.value.rowsJSON(loaded: ["b": 2]), "the 304s kept the rows as they were")
