@@ -159,8 +159,16 @@ public enum HTTPSyntax {
         return true
     }
 
-    private static func lowercased(_ byte: UInt8) -> UInt8 {
-        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+    /// `byte` with an ASCII capital letter lowercased, any other byte as it is.
+    @inlinable @inline(__always)
+    public static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
+    }
+
+    /// Whether `byte` is optional whitespace in a header value (RFC 9110 §5.6.3): a space or a tab.
+    @inlinable @inline(__always)
+    public static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
     }
 
     /// ``equalsIgnoringCase(_:_:)`` for a `token` already known to hold token bytes only, and

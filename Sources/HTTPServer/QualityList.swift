@@ -1,3 +1,5 @@
+import HTTPCore
+
 /// The entries of a header such as `Accept` or `Accept-Encoding` (RFC 9110 §12.4.2): values
 /// separated by commas, each with parameters after `;`, its weight `q` (1 when not given).
 ///
@@ -59,7 +61,7 @@ public enum QualityList {
                 let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.count
                 let semicolon = bytes[start..<end].firstIndex(of: UInt8(ascii: ";")) ?? end
                 let value = UnsafeRawBufferPointer(rebasing: bytes[start..<semicolon])
-                if value.contains(where: { !isSpace($0) }) {
+                if value.contains(where: { !HTTPSyntax.isWhitespace($0) }) {
                     let parameters = UnsafeRawBufferPointer(rebasing: bytes[min(semicolon + 1, end)..<end])
                     if body(value, parameters) { return }
                 }
@@ -86,26 +88,18 @@ public enum QualityList {
 
     /// The bytes as they are compared: spaces and tabs left out, ASCII letters lowercased.
     private static func normalized(_ bytes: some Sequence<UInt8>) -> [UInt8] {
-        bytes.filter { !isSpace($0) }.map(lowercase)
+        bytes.filter { !HTTPSyntax.isWhitespace($0) }.map(HTTPSyntax.lowercased)
     }
 
     /// Whether `value` is `name` (lowercase, no spaces) once normalized, without making a copy.
     private static func equals(_ value: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
         name.withUTF8Buffer { name in
             var matched = 0
-            for byte in value where !isSpace(byte) {
-                guard matched < name.count, lowercase(byte) == name[matched] else { return false }
+            for byte in value where !HTTPSyntax.isWhitespace(byte) {
+                guard matched < name.count, HTTPSyntax.lowercased(byte) == name[matched] else { return false }
                 matched += 1
             }
             return matched == name.count
         }
-    }
-
-    private static func isSpace(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
-    }
-
-    private static func lowercase(_ byte: UInt8) -> UInt8 {
-        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 }

@@ -254,7 +254,7 @@ public final class ServerRequest {
     private static func isBareName(_ value: String) -> Bool {
         var value = value
         return value.withUTF8 { bytes in
-            !bytes.isEmpty && !bytes.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+            !bytes.isEmpty && !bytes.contains { $0 == UInt8(ascii: ",") || HTTPSyntax.isWhitespace($0) }
         }
     }
 
@@ -270,7 +270,7 @@ public final class ServerRequest {
                     var end = start
                     while end < names.count, names[end] != UInt8(ascii: ",") { end += 1 }
                     let part = UnsafeBufferPointer(rebasing: names[start..<end])
-                    guard !part.isEmpty, !part.contains(where: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) else { return nil }
+                    guard !part.isEmpty, !part.contains(where: HTTPSyntax.isWhitespace) else { return nil }
                     holds = holds || HTTPSyntax.equalsIgnoringCase(part, name)
                     guard end < names.count else { break }
                     // ", " and then the next name.
@@ -287,7 +287,7 @@ public final class ServerRequest {
     /// grapheme clusters, where a byte comparison is all a header name needs.
     private static func varyNames(in value: String) -> [String] {
         value.utf8.split(separator: UInt8(ascii: ",")).map { name in
-            String(decoding: name.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }, as: UTF8.self)
+            String(decoding: name.filter { !HTTPSyntax.isWhitespace($0) }, as: UTF8.self)
         }
     }
 

@@ -408,8 +408,8 @@ package struct HTTPResponseParser {
     private static func trimmingWhitespace(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         var start = 0
         var end = bytes.count
-        while start < end, bytes[start] == space || bytes[start] == tab { start += 1 }
-        while end > start, bytes[end - 1] == space || bytes[end - 1] == tab { end -= 1 }
+        while start < end, HTTPSyntax.isWhitespace(bytes[start]) { start += 1 }
+        while end > start, HTTPSyntax.isWhitespace(bytes[end - 1]) { end -= 1 }
         return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
     }
 
@@ -468,7 +468,7 @@ package struct HTTPResponseParser {
             index += 1
         }
         guard index > 0 else { return nil }
-        while index < end, line[index] == space || line[index] == tab { index += 1 }
+        while index < end, HTTPSyntax.isWhitespace(line[index]) { index += 1 }
         guard index == end || line[index] == semicolon else { return nil }
         for position in index..<end where HTTPSyntax.isForbiddenInValue(line[position]) { return nil }
         return size
@@ -524,8 +524,8 @@ package struct HTTPResponseParser {
             while end < value.count, value[end] != comma { end += 1 }
             var first = start
             var last = end
-            while first < last, value[first] == space || value[first] == tab { first += 1 }
-            while last > first, value[last - 1] == space || value[last - 1] == tab { last -= 1 }
+            while first < last, HTTPSyntax.isWhitespace(value[first]) { first += 1 }
+            while last > first, HTTPSyntax.isWhitespace(value[last - 1]) { last -= 1 }
             if first < last { body(UnsafeRawBufferPointer(rebasing: value[first..<last])) }
             start = end + 1
         }
@@ -536,7 +536,6 @@ package struct HTTPResponseParser {
     private static let cr = UInt8(ascii: "\r")
     private static let lf = UInt8(ascii: "\n")
     private static let space = UInt8(ascii: " ")
-    private static let tab = UInt8(ascii: "\t")
     private static let zero = UInt8(ascii: "0")
     private static let colonByte = UInt8(ascii: ":")
     private static let semicolon = UInt8(ascii: ";")

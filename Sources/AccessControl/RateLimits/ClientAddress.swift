@@ -1,4 +1,5 @@
 import Glibc
+import HTTPCore
 import HTTPServer
 import TributaryConfiguration
 
@@ -55,8 +56,8 @@ enum ClientAddress {
                 var start = end
                 while start > 0, bytes[start - 1] != UInt8(ascii: ",") { start -= 1 }
                 var (first, last) = (start, end)
-                while first < last, bytes[first] == UInt8(ascii: " ") || bytes[first] == UInt8(ascii: "\t") { first += 1 }
-                while last > first, bytes[last - 1] == UInt8(ascii: " ") || bytes[last - 1] == UInt8(ascii: "\t") { last -= 1 }
+                while first < last, HTTPSyntax.isWhitespace(bytes[first]) { first += 1 }
+                while last > first, HTTPSyntax.isWhitespace(bytes[last - 1]) { last -= 1 }
                 end = start - 1
                 guard first < last else { continue }
                 guard let address = address(in: UnsafeBufferPointer(rebasing: bytes[first..<last])) else { break }
