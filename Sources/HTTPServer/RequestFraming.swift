@@ -265,6 +265,13 @@ struct RequestFraming {
         startLine()
     }
 
+    /// Frees the current line's buffer when no line is under way (it keeps its capacity from
+    /// line to line otherwise): a connection whose request became a stream may read nothing
+    /// for hours.
+    mutating func releaseLineBuffer() {
+        if lineIsEmpty { line = [] }
+    }
+
     private mutating func startLine() {
         line.removeAll(keepingCapacity: true)
         lineStart = position
@@ -293,6 +300,7 @@ struct RequestFraming {
             return
         }
         _ = index
+        method = []
         switch framing {
         case .none: state = .requestLine
         case .length(let length): state = .body(remaining: length)

@@ -86,10 +86,14 @@ final class ServerConnection {
         evhttp_connection_set_closecb(evcon, { _, context in
             Unmanaged<ServerConnection>.fromOpaque(context!).takeRetainedValue().closed()
         }, Unmanaged.passRetained(self).toOpaque())
-        let loop = server!.loop
-        let timer = LoopTimer(loop: loop) { [unowned self] in deadlinePassed() }
-        deadline = timer
-        timer.schedule(after: limit)
+        startDeadline(after: limit)
+    }
+
+    private func startDeadline(after limit: Duration) {
+        if deadline == nil, let loop = server?.loop {
+            deadline = LoopTimer(loop: loop) { [unowned self] in deadlinePassed() }
+        }
+        deadline?.schedule(after: limit)
     }
 
     /// evhttp freed the connection before it was attached (it failed right after the accept).
@@ -211,7 +215,16 @@ final class ServerConnection {
     /// for at most the deadline.
     func requestEnded(deadline limit: Duration) {
         guard !isClosed, openRequest == nil else { return }
-        deadline?.schedule(after: limit)
+        startDeadline(after: limit)
+    }
+
+    /// The open request became a stream, which may stay open for hours: its deadline timer
+    /// and the framing's line buffer are let go until a next request needs them, so that an
+    /// idle subscriber holds no more than it uses.
+    func streamStarted() {
+        deadline?.cancel()
+        deadline = nil
+        framing.releaseLineBuffer()
     }
 
     private func deadlinePassed() {

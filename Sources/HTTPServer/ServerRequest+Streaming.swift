@@ -34,6 +34,7 @@ extension ServerRequest {
         self.status = status
         evhttp_send_reply_start(raw, Int32(status), HTTPStatus.reasonPhrase(status))
         framesChunks = tributary_evhttp_take_over_chunk_framing(raw) != 0
+        releaseHead(raw)
         connection.rewatchAfterWrite()
     }
 

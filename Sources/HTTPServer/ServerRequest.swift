@@ -1,3 +1,4 @@
+import CEvhttpRequestFields
 import CLibevent
 import EventLoop
 public import HTTPCore
@@ -98,7 +99,8 @@ public final class ServerRequest {
         return String(cString: query)
     }()
 
-    /// Query parameters, percent-decoded (`+` is a space); the last value of a repeated name wins.
+    /// Query parameters, percent-decoded (`+` is a space); the last value of a repeated name
+    /// wins. Empty once a stream has started (``releaseHead(_:)``).
     public private(set) lazy var queryParameters: [String: String] = QueryString.parse(query ?? "")
 
     /// The trace the request belongs to: its `traceparent` and `tracestate` when valid, else a
@@ -116,7 +118,8 @@ public final class ServerRequest {
         traceContext = span.trace
     }
 
-    /// The value of a request header (names compare case-insensitively), or nil.
+    /// The value of a request header (names compare case-insensitively), or nil. Once a
+    /// stream has started, only `Connection` is kept (``releaseHead(_:)``).
     public func header(_ name: String) -> String? {
         guard let raw else { return nil }
         let input = evhttp_request_get_input_headers(raw)
@@ -134,6 +137,21 @@ public final class ServerRequest {
         guard let raw, let buffer = evhttp_request_get_input_buffer(raw) else { return [] }
         return EventBuffer.bytes(of: buffer)
     }()
+
+    /// Lets go of what the request's head took once a stream's own head is written: a stream
+    /// stays open for hours, and 10,000 of them each holding its request's headers, parsed
+    /// target, query parameters and answer headers held over a kilobyte apiece that nothing
+    /// reads again (a stream's parameters are read when it opens). The path and query are
+    /// read first and kept; the headers keep `Connection`, which evhttp reads again when the
+    /// stream ends. Its deadline timer goes too (``ServerConnection/streamStarted()``).
+    func releaseHead(_ raw: OpaquePointer) {
+        _ = path
+        _ = query
+        queryParameters = [:]
+        responseHeaders = []
+        tributary_evhttp_request_release_head(raw)
+        connection.streamStarted()
+    }
 
     /// The client's address and port, e.g. `("127.0.0.1", 50312)`; nil once the connection
     /// is closed.

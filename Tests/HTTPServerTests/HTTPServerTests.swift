@@ -1,4 +1,5 @@
 import HTTPCore
+import EventLoop
 import Foundation
 import HTTPServer
 import Testing
@@ -122,6 +123,55 @@ struct HTTPServerTests {
         let error = document?["error"] as? [String: Any]
         #expect(error?["message"] is String)
         return error?["code"] as? String
+    }
+
+    /// A stream may stay open for hours, so once its own head is written it keeps only what it
+    /// still uses (`ServerRequest.releaseHead`): 10,000 subscribers each holding their request
+    /// headers were over a kilobyte apiece. What evhttp reads again when the stream ends must
+    /// survive that: the client's `Connection: close`, and the deadline that closes a kept-alive
+    /// connection left idle after the stream (its trickled next request: HostileClientTests).
+    @Test("a stream lets go of its request's head once its own is written; Connection: close and the idle deadline still hold after it ends")
+    func streamReleasesHead() async throws {
+        struct Seen: Sendable, Equatable {
+            var accept: String?
+            var parameters: [String: String]
+            var path: String
+            var query: String?
+        }
+        let before = Observed<[Seen]>([])
+        let after = Observed<[Seen]>([])
+        let handler: @Sendable (ServerRequest, EventLoop) -> Void = { request, _ in
+            if request.path == "/next" { return request.respond(status: 200, json: "{}") }
+            func seen() -> Seen {
+                Seen(accept: request.header("Accept"), parameters: request.queryParameters, path: request.path, query: request.query)
+            }
+            before.update { $0.append(seen()) }
+            request.startStream(status: 200, headers: [("Content-Type", "text/event-stream")])
+            after.update { $0.append(seen()) }
+            request.write(Array("data: 1\n\n".utf8))
+            request.endStream()
+        }
+        let quick = try await TestServer.start(limits: .init(timeout: .seconds(1)), handler: handler)
+        let kept = try await TestConnection(port: quick.port)
+        try await kept.send("GET /events?x=1 HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        #expect(try await kept.readHead().status == 200)
+        var chunks: [[UInt8]] = []
+        while let chunk = try await kept.readChunk() { chunks.append(chunk) }
+        #expect(chunks == [Array("data: 1\n\n".utf8)])
+        #expect(before.value == [Seen(accept: "text/event-stream", parameters: ["x": "1"], path: "/events", query: "x=1")])
+        #expect(after.value == [Seen(accept: nil, parameters: [:], path: "/events", query: "x=1")], "path and query kept, the rest let go")
+        try await kept.send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try await kept.readResponse().status == 200, "the connection is kept after the stream")
+        #expect(await kept.waitForClose(within: .seconds(30)), "an idle connection is closed at its deadline after a stream, too")
+        await quick.stop()
+
+        let patient = try await TestServer.start(handler: handler)  // a 60 s deadline: not what closes it
+        let closing = try await TestConnection(port: patient.port)
+        try await closing.send("GET /events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(try await closing.readHead().status == 200)
+        while try await closing.readChunk() != nil {}
+        #expect(await closing.waitForClose(within: .seconds(30)), "the client's Connection: close still ends the connection with the stream")
+        await patient.stop()
     }
 }
 

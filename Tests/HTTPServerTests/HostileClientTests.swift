@@ -207,6 +207,27 @@ struct HostileClientTests {
         await server.stop()
     }
 
+    /// A stream lets its deadline timer go while it is open (it may be open for hours); the
+    /// next request on the connection must get one again.
+    @Test("the deadline starts again after a stream ends: a request trickled after it is cut off too")
+    func slowlorisAfterAStream() async throws {
+        let server = try await TestServer.start(limits: .init(timeout: .milliseconds(400))) { request, _ in
+            request.startStream(status: 200, headers: [])
+            request.write(Array("data: 1\n\n".utf8))
+            request.endStream()
+        }
+        let connection = try await TestConnection(port: server.port)
+        try await connection.sendRequest("GET", "/stream")
+        #expect(try await connection.readHead().status == 200)
+        while try await connection.readChunk() != nil {}
+        let ended = ContinuousClock.now
+        let text = "GET /second HTTP/1.1\r\nHost: x\r\nX-Slow: " + String(repeating: "a", count: 100)
+        let sent = await Self.trickle(text, on: connection)
+        #expect(sent != nil, "still open after \(ContinuousClock.now - ended)")
+        #expect((sent ?? .max) < text.utf8.count / 4, "closed after \(sent.map(String.init) ?? "all") bytes: about when the 400 ms ran out, not at the end of the trickle")
+        await server.stop()
+    }
+
     @Test("a connection that sends nothing, or idles after an answer, is closed when the deadline passes")
     func idleConnections() async throws {
         let server = try await Self.echoServer(limits: .init(timeout: .milliseconds(300)))

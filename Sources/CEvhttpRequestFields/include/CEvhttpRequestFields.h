@@ -31,6 +31,17 @@ void tributary_evhttp_return_chunk_framing(struct evhttp_request *request);
 /// no interim (1xx) answers and no chunked framing.
 int tributary_evhttp_request_is_http10(const struct evhttp_request *request);
 
+// MARK: - What an open answer no longer needs
+
+/// Frees what evhttp keeps of a request once its answer's head is written, for an answer that
+/// stays open for hours (an event stream): every request and answer header but `Connection`
+/// (evhttp reads those again when the answer ends, to decide whether the connection stays
+/// open), and the parsed request target. A browser's dozen request headers are a dozen
+/// allocations held per subscriber otherwise. After it, evhttp_request_get_evhttp_uri()
+/// returns NULL and the header lists hold `Connection` alone. Call after
+/// evhttp_send_reply_start().
+void tributary_evhttp_request_release_head(struct evhttp_request *request);
+
 // MARK: - Where evhttp is in reading an upstream's answer
 
 /// 1 while evhttp waits for the size line of the next chunk of a chunked body: the one place
