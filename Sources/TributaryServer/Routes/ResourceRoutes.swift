@@ -68,11 +68,7 @@ final class ResourceRoutes<Kind: ServedKind> {
         self.admin = admin
         self.answers = answers
         self.door = door
-    }
-
-    /// How a stream of the resource gets its view, on its own route or on `GET /events`.
-    var liveViews: LiveViewFactory {
-        LiveViewFactory(diff: kind.diff, make: { [requests, kind] request, given, opener in
+        liveViews = LiveViewFactory(diff: kind.diff, make: { [requests, kind] request, given, opener in
             let credential = opener.credential
             let read = given.map { requests.read(request, given: $0, as: credential) } ?? requests.read(request, as: credential)
             return read.flatMap { read in
@@ -80,6 +76,10 @@ final class ResourceRoutes<Kind: ServedKind> {
             }
         }, varyingHeaders: requests.varyingHeaders)
     }
+
+    /// How a stream of the resource gets its view, on its own route or on `GET /events`. Made
+    /// once: every stream keeps it, and one made per stream was two allocations per subscriber.
+    let liveViews: LiveViewFactory
 
     func register(in router: inout Router<Route>) {
         router.add(.get, route) { [self] request in
