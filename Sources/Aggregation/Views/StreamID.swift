@@ -4,26 +4,32 @@ import HTTPCore
 /// knowing a stream's id is what entitles a client to poke its triggers and inputs. A secret,
 /// then: logs and error messages name a stream by its ``redacted`` form.
 public struct StreamID: Hashable, Sendable, CustomStringConvertible {
-    public let description: String
+    /// The 128 bits, held as numbers: a stream keeps its id for as long as it lives, and as
+    /// text it was an allocation per subscriber. The text is made when asked for.
+    private let high: UInt64
+    private let low: UInt64
+
+    public var description: String { LowercaseHex.string(high, low) }
 
     /// A fresh id from the system's cryptographic random source.
     public static func random() -> StreamID {
         var generator = SystemRandomNumberGenerator()
-        let high = generator.next() as UInt64
-        let low = generator.next() as UInt64
-        return StreamID(description: LowercaseHex.string(high, low))
+        return StreamID(high: generator.next(), low: generator.next())
     }
 
     /// The id in `text`, if it has the shape of one (anything else cannot name a stream).
     public init?(_ text: String) {
-        guard text.utf8.count == 32, text.utf8.allSatisfy(LowercaseHex.isDigit) else {
+        let digits = Array(text.utf8)
+        guard digits.count == 32, digits.allSatisfy(LowercaseHex.isDigit) else {
             return nil
         }
-        description = text
+        high = LowercaseHex.value(of: digits[..<16])
+        low = LowercaseHex.value(of: digits[16...])
     }
 
-    private init(description: String) {
-        self.description = description
+    private init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
     }
 
     /// The first 8 hex digits and `…` (`7b10a2c4…`): enough to follow one stream through a
