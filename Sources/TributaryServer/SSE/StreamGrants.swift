@@ -19,7 +19,8 @@ final class StreamGrants {
     }
 
     private struct Grant {
-        /// The stream's resource ids, as it opened (a `GET /events` stream may lose some).
+        /// The stream's resource ids, as it opened (a `GET /events` stream may lose some), when
+        /// a token opened it; none otherwise.
         let ids: [StreamID]
         let held: Held?
         let expiry: LoopTimer?
@@ -36,9 +37,10 @@ final class StreamGrants {
     /// `stream` opened with `credential` (nil: no token), holding `held` of its client's quota.
     func opened(_ stream: EventStream, credential: Credential?, holding held: Held?) {
         guard credential != nil || held != nil else { return }
-        let ids = stream.feeds.map(\.id)
+        var ids: [StreamID] = []  // only a token's streams have owners to forget
         var expiry: LoopTimer?
         if let credential {
+            ids = stream.feeds.map(\.id)
             for id in ids { owners[id] = credential.subjectIdentity.digest }
             expiry = Self.expiry(of: stream, acceptedUntil: credential.acceptedUntil, on: loop)
         }
