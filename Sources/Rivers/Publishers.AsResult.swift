@@ -79,7 +79,7 @@ extension Publishers.AsResult {
         typealias Input = Upstream.Output
         typealias Failure = Upstream.Failure
 
-        private let lock = Lock()
+        private let lock = Lock.make()
         private let downstream: Downstream
         private var state = AsResultState.awaitingSubscription
         /// The upstream's failure, held while downstream has no demand for it.

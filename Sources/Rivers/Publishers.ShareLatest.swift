@@ -40,7 +40,7 @@ extension Publishers {
         /// The shared publisher.
         public let upstream: Upstream
 
-        private let lock = Lock()
+        private let lock = Lock.make()
         private var members: [ObjectIdentifier: any ShareLatestMember<Output, Failure>] = [:]
         private var connection: Connection?
         private var latest: Output?
@@ -133,7 +133,7 @@ extension Publishers {
             typealias Input = Output
             typealias Failure = Upstream.Failure
 
-            private let lock = Lock()
+            private let lock = Lock.make()
             private weak var parent: ShareLatest?
             private var subscription: (any Subscription)?
             private var cancelled = false

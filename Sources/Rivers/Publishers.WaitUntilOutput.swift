@@ -92,7 +92,7 @@ extension Publishers.WaitUntilOutput {
         typealias SourceOutput = Signal.Output
         typealias SourceFailure = Never
 
-        private let lock = Lock()
+        private let lock = Lock.make()
         private let downstream: Downstream
         private var upstream: Upstream?
         private var state = WaitState.waiting(nil)

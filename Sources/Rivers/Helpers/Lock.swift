@@ -6,6 +6,13 @@ import Glibc
 import Musl
 #endif
 
+/// What a ``Lock`` holds: the platform's mutex.
+#if canImport(Darwin)
+internal typealias LockPrimitive = os_unfair_lock_s
+#else
+internal typealias LockPrimitive = pthread_mutex_t
+#endif
+
 /// The mutual-exclusion lock that guards the state of one Rivers subscription.
 ///
 /// Every operator follows OpenCombine's rule: take the lock, read or change state, release
@@ -15,49 +22,52 @@ import Musl
 ///     lock.lock()
 ///     demand += newDemand
 ///     lock.unlock()
-internal final class Lock {
-    #if canImport(Darwin)
-    private let primitive = UnsafeMutablePointer<os_unfair_lock_s>.allocate(capacity: 1)
-
-    init() {
-        primitive.initialize(to: os_unfair_lock_s())
+///
+/// The primitive lives in the lock object's own allocation (a `ManagedBuffer`'s element), not
+/// in a second one: every subscription of every stream has a lock, so a separate mutex was an
+/// allocation per subscriber held for the stream's life, and one more per JSON request.
+/// Make one with ``make()``.
+internal final class Lock: ManagedBuffer<Void, LockPrimitive> {
+    static func make() -> Lock {
+        let lock = unsafeDowncast(Lock.create(minimumCapacity: 1) { _ in }, to: Lock.self)
+        lock.withUnsafeMutablePointerToElements { primitive in
+            #if canImport(Darwin)
+            primitive.initialize(to: os_unfair_lock_s())
+            #else
+            primitive.initialize(to: pthread_mutex_t())
+            let result = pthread_mutex_init(primitive, nil)
+            precondition(result == 0, "pthread_mutex_init failed: \(result)")
+            #endif
+        }
+        return lock
     }
 
     deinit {
-        primitive.deinitialize(count: 1)
-        primitive.deallocate()
+        withUnsafeMutablePointerToElements { primitive in
+            #if !canImport(Darwin)
+            pthread_mutex_destroy(primitive)
+            #endif
+            _ = primitive.deinitialize(count: 1)
+        }
     }
 
+    @inline(__always)
     func lock() {
-        os_unfair_lock_lock(primitive)
+        #if canImport(Darwin)
+        withUnsafeMutablePointerToElements { os_unfair_lock_lock($0) }
+        #else
+        withUnsafeMutablePointerToElements { _ = pthread_mutex_lock($0) }
+        #endif
     }
 
+    @inline(__always)
     func unlock() {
-        os_unfair_lock_unlock(primitive)
+        #if canImport(Darwin)
+        withUnsafeMutablePointerToElements { os_unfair_lock_unlock($0) }
+        #else
+        withUnsafeMutablePointerToElements { _ = pthread_mutex_unlock($0) }
+        #endif
     }
-    #else
-    private let primitive = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-    init() {
-        primitive.initialize(to: pthread_mutex_t())
-        let result = pthread_mutex_init(primitive, nil)
-        precondition(result == 0, "pthread_mutex_init failed: \(result)")
-    }
-
-    deinit {
-        pthread_mutex_destroy(primitive)
-        primitive.deinitialize(count: 1)
-        primitive.deallocate()
-    }
-
-    func lock() {
-        pthread_mutex_lock(primitive)
-    }
-
-    func unlock() {
-        pthread_mutex_unlock(primitive)
-    }
-    #endif
 
     /// Runs `body` with the lock held. `body` must not call out of the subscription.
     @inline(__always)

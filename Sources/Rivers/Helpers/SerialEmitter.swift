@@ -35,7 +35,7 @@ import OpenCombine
 ///     upstream.subscribe(inner)
 internal class SerialEmitter<Downstream: Subscriber>: Subscription, CustomStringConvertible {
     /// Guards the emitter's state and its subclass's. Never held across a call out.
-    final let lock = Lock()
+    final let lock = Lock.make()
     final let downstream: Downstream
     /// What downstream requested and has not received yet.
     final var demand = Subscribers.Demand.none
