@@ -33,8 +33,10 @@ extension ServerRequest {
         }
         state = .disconnected
         let onDisconnect = self.onDisconnect
+        let follower = self.follower
         releaseCallbacks()
         server?.completed(self)
         onDisconnect?()
+        follower?.streamDisconnected()
     }
 }

@@ -60,7 +60,9 @@ extension ServerRequest {
         // The context is unretained: while streaming, the connection holds `self` as its open
         // request, and evhttp replaces this callback when the stream ends.
         evhttp_send_reply_chunk_with_cb(raw, buffer, { _, context in
-            Unmanaged<ServerRequest>.fromOpaque(context!).takeUnretainedValue().onDrained?()
+            let request = Unmanaged<ServerRequest>.fromOpaque(context!).takeUnretainedValue()
+            request.onDrained?()
+            request.follower?.streamDrained()
         }, Unmanaged.passUnretained(self).toOpaque())
         connection.rewatchAfterWrite()
         // An answer without a body (HEAD, 204, 304) takes nothing: the buffer is the server's

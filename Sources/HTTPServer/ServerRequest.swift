@@ -46,6 +46,10 @@ public final class ServerRequest {
     public var onDisconnect: (() -> Void)?
     /// Runs each time a streamed answer's output has been fully written to the socket.
     public var onDrained: (() -> Void)?
+    /// Told what ``onDrained`` and ``onDisconnect`` are told, through one reference: a stream
+    /// that lives for hours holds no closure contexts for it (two allocations per subscriber).
+    /// Unowned: the follower owns the request, and must outlive its answer or end it first.
+    public unowned(safe) var follower: (any StreamFollower)?
     /// Bytes the stream's client accepts at any moment (for an event stream, a comment):
     /// written when the client sends EOF, to tell a half-close (the client takes them) from a
     /// client that is gone (its socket answers with a reset). Without it, EOF ends the stream.
@@ -320,6 +324,16 @@ public final class ServerRequest {
     func releaseCallbacks() {
         onDisconnect = nil
         onDrained = nil
+        follower = nil
         livenessProbe = nil
     }
+}
+
+/// What follows a streamed answer through ``ServerRequest/follower``: the socket took what
+/// had waited, or the client went away.
+public protocol StreamFollower: AnyObject {
+    /// As ``ServerRequest/onDrained``.
+    func streamDrained()
+    /// As ``ServerRequest/onDisconnect``.
+    func streamDisconnected()
 }

@@ -35,7 +35,7 @@ import HTTPServer
 ///
 /// A `Last-Event-ID` naming a resource's current version skips resending that document (and
 /// with patches, the next change is a patch from it).
-final class EventStream {
+final class EventStream: StreamFollower {
     let request: ServerRequest
     let framing: EventStreamFraming
     /// Whether new documents go whole or as patches (`updates`).
@@ -76,13 +76,20 @@ final class EventStream {
         var preamble = EventStreamFormat.retry(retry)
         for feed in feeds { preamble += EventStreamFormat.event("stream", data: framing.announcement(of: feed)) }
         request.write(preamble)
-        request.onDrained = { [unowned self] in
-            for feed in feeds { feed.drained() }
-        }
-        request.onDisconnect = { [unowned self] in close() }
+        request.follower = self
         // What tells a client that only half-closed (it takes a comment) from one that is gone.
         request.livenessProbe = EventStreamFormat.heartbeat
         for feed in feeds where !isClosed { feed.start() }
+    }
+
+    /// The socket took what waited: each feed may send what it held back.
+    func streamDrained() {
+        for feed in feeds { feed.drained() }
+    }
+
+    /// The client went away.
+    func streamDisconnected() {
+        close()
     }
 
     /// Writes a heartbeat comment unless output is still waiting (a stuck client gets no more).
