@@ -56,15 +56,41 @@ func (s *Service) CPUTicks() int { return ProcessCPUTicks(s.PID) }
 // ProcessCPUTicks is the user + system CPU time of process pid (all its threads) in clock
 // ticks (1/100 s; -1 if unreadable).
 func ProcessCPUTicks(pid int) int {
+	user, system := ProcessCPU(pid)
+	if user < 0 {
+		return -1
+	}
+	return user + system
+}
+
+// ProcessCPU is the user and the system CPU time of process pid (all its threads) in clock
+// ticks (1/100 s), utime and stime of /proc/PID/stat; -1, -1 if unreadable.
+func ProcessCPU(pid int) (user, system int) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return -1
+		return -1, -1
 	}
 	text := string(data)
 	fields := strings.Fields(text[strings.LastIndexByte(text, ')')+2:])
-	user, _ := strconv.Atoi(fields[11])
-	system, _ := strconv.Atoi(fields[12])
-	return user + system
+	user, _ = strconv.Atoi(fields[11])
+	system, _ = strconv.Atoi(fields[12])
+	return user, system
+}
+
+// ReadChars is rchar of the service's /proc/PID/io: the bytes it read with read() and its
+// kin (not recv() on sockets); -1 if unreadable.
+func (s *Service) ReadChars() int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", s.PID))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "rchar:") {
+			value, _ := strconv.ParseInt(strings.TrimSpace(line[6:]), 10, 64)
+			return value
+		}
+	}
+	return -1
 }
 
 // Sockets counts the TCP sockets the service holds: connections accepted on its port (its
@@ -190,4 +216,14 @@ func (s *Service) ThreadCPU() map[int]int64 {
 		}
 	}
 	return threads
+}
+
+// SchedNanoseconds is the CPU time of all the service's threads so far, in nanoseconds (the
+// sum of ThreadCPU).
+func (s *Service) SchedNanoseconds() int64 {
+	var total int64
+	for _, ns := range s.ThreadCPU() {
+		total += ns
+	}
+	return total
 }

@@ -4,7 +4,9 @@
 // processes beside it (the demo upstream, a collector), waiting for a quiet machine, the
 // tools' work directory, their generated configuration, their scripted upstream (fixture.go)
 // and the helpers of the two raw-TCP ones (upstream.go), the SSE load client (sse.go), wrk
-// and the flags of the tools around it (wrk.go, flags.go), nginx and redis-server, and the
+// and the flags of the tools around it (wrk.go, flags.go), nginx and redis-server, the static
+// nginx fixture of ../shared/bench (static.go), a keep-alive client and an event-stream
+// subscriber of the service (client.go), the service under callgrind (callgrind.go), and the
 // small helpers of their reports.
 //
 // Importing the package locks the main goroutine to the main thread (see init): the service

@@ -87,3 +87,11 @@ func EnvDuration(name string, fallback time.Duration) time.Duration {
 	}
 	return fallback
 }
+
+// EnvString is the environment variable name, or fallback when it is empty.
+func EnvString(name, fallback string) string {
+	if value := os.Getenv(name); value != "" {
+		return value
+	}
+	return fallback
+}

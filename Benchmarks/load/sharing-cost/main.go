@@ -31,16 +31,10 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -139,83 +133,37 @@ func main() {
 // countInstructions runs the service under callgrind and prints, per phase, its instructions
 // and allocations per request; it returns the instructions per request by phase.
 func countInstructions(work *harness.Workspace, bin, config, countsScript string, count int) map[string]int {
-	stripped := filepath.Join(work.Dir, "tributary-stripped")
-	if out, err := exec.Command("objcopy", "--strip-debug", bin, stripped).CombinedOutput(); err != nil {
-		work.Check(fmt.Errorf("objcopy --strip-debug: %v: %s", err, out))
-	}
-	profile := filepath.Join(work.Dir, "callgrind.out")
-	s, err := work.StartServiceWith(harness.ServiceOptions{Bin: stripped, ConfigPath: config, Workers: 1,
-		Under: []string{"valgrind", "--tool=callgrind", "--callgrind-out-file=" + profile}, ReadyWithin: time.Minute}, "valgrind.log")
+	s, err := work.StartCallgrind(harness.ServiceOptions{Bin: bin, ConfigPath: config, Workers: 1}, "valgrind.log",
+		filepath.Join(work.Dir, "callgrind.out"), countsScript)
 	work.Check(err)
-	callgrindControl := func(option string) {
-		if out, err := exec.Command("callgrind_control", option, fmt.Sprint(s.PID)).CombinedOutput(); err != nil {
-			work.Check(fmt.Errorf("callgrind_control %s: %v: %s", option, err, out))
-		}
-	}
 	counts := map[string]int{}
 	for _, p := range phases {
 		work.Check(oneByOne(s.Addr, p, count))
-		callgrindControl("-z")
+		work.Check(s.Zero())
 		work.Check(oneByOne(s.Addr, p, count))
-		callgrindControl("-d")
-		time.Sleep(time.Second)
-		dumps, _ := filepath.Glob(profile + "*")
-		sort.Slice(dumps, func(i, j int) bool { return modified(dumps[i]).After(modified(dumps[j])) })
-		if len(dumps) == 0 {
-			work.Check(fmt.Errorf("callgrind wrote no profile: %s", s.LogTail()))
-		}
-		out, err := exec.Command("python3", countsScript, dumps[0]).Output()
+		dump, instructions, allocations, err := s.Dump()
 		work.Check(err)
-		var instructions, allocations int
-		_, err = fmt.Sscanf(string(out), "%d %d", &instructions, &allocations)
-		work.Check(err)
-		os.Remove(dumps[0])
+		os.Remove(dump)
 		fmt.Printf("count  %-10s %-20s %.0f instructions/request, %.1f allocations/request\n", p.name, p.path,
 			float64(instructions)/float64(count), float64(allocations)/float64(count))
-		counts[p.name] = instructions / count
+		counts[p.name] = int(instructions) / count
 	}
 	s.Stop()
 	return counts
 }
 
-func modified(path string) time.Time {
-	info, err := os.Stat(path)
-	if err != nil {
-		return time.Time{}
-	}
-	return info.ModTime()
-}
-
 // oneByOne asks GET p.path `count` times, one after another on one keep-alive connection,
 // with the header lines Python's http.client sends (Host, Accept-Encoding: identity).
 func oneByOne(addr string, p phase, count int) error {
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	conn, err := harness.Dial(addr)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	headers := "Accept-Encoding: identity\r\n"
-	if p.header != "" {
-		headers += p.header + "\r\n"
+	if p.header == "" {
+		return conn.GetEach(p.path, count)
 	}
-	request := harness.GetRequestWith(p.path, addr, "", headers)
-	reader := bufio.NewReader(conn)
-	for i := 0; i < count; i++ {
-		conn.SetDeadline(time.Now().Add(60 * time.Second))
-		if _, err := conn.Write(request); err != nil {
-			return err
-		}
-		response, err := http.ReadResponse(reader, nil)
-		if err != nil {
-			return err
-		}
-		io.Copy(io.Discard, response.Body)
-		response.Body.Close()
-		if response.StatusCode != 200 {
-			return fmt.Errorf("GET %s answered %d", p.path, response.StatusCode)
-		}
-	}
-	return nil
+	return conn.GetEach(p.path, count, p.header)
 }
 
 // summarize prints the medians over the rounds and the ratios of the two comparisons.
