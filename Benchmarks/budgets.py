@@ -20,15 +20,14 @@ binary gives the same figures whatever else the machine does; see Thresholds/REA
 
 A figure fails when it is more than TOLERANCE above its threshold; one more than TOLERANCE
 below passes with a note to lower the threshold. The profiles stay in .build/budgets/ for a
-look with callgrind_annotate. scripts/test runs the check; it needs valgrind, nginx and
-../shared/bench (the /groups fixture): without any of them it fails, saying what is missing.
+look with callgrind_annotate. scripts/test runs the check; it needs valgrind, nginx and Go
+(the load tools of Benchmarks/load, which write and serve the /groups fixture): without any of
+them it fails, saying what is missing.
 """
 import functools
 import os
-import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -73,27 +72,9 @@ def callgrind_counts(profile):
     return int(instructions), int(allocations)
 
 
-def free_port_base():
-    """A base whose +1 (the fixture's nginx) and +13 (the service) are free on loopback."""
-    for _ in range(50):
-        base = random.randrange(20000, 40000)
-        try:
-            for port in (base + 1, base + 13):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    sys.exit("budgets: no free pair of loopback ports for the /groups fixture")
-
-
 def groups_figures():
     """Per N=10 /groups request. A budget that cannot be counted is a failure, not a skip."""
-    fixture = REPOSITORY.parent / "shared" / "bench" / "upstream" / "gen.py"
-    if not fixture.is_file():
-        sys.exit(f"budgets: the /groups figures need the shared benchmark fixture, and {fixture} is missing "
-                 f"(../shared/bench beside the repository)")
-    environment = dict(os.environ, CALLGRIND_OUT=str(WORK / "groups.out"), PORT_BASE=str(free_port_base()),
+    environment = dict(os.environ, CALLGRIND_OUT=str(WORK / "groups.out"),
                        TRIBUTARY_BIN=str(service_binary()))
     command = ["Benchmarks/groups-cpu.sh", "count", "10", str(GROUPS_REQUESTS)]
     try:

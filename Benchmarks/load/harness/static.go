@@ -6,10 +6,15 @@ package harness
 // stopped by PID through RunNginx.
 
 import (
+	"bytes"
 	"crypto/sha1"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -107,6 +112,43 @@ func WriteStaticFixture(dir string, n int) (*StaticFixture, error) {
 		}
 	}
 	return f, os.Chmod(dir, 0o755)
+}
+
+// CheckAnswer checks that GET /groups of the service at addr answers 200 with what the
+// fixture expects (expected.json, compared as JSON: order included), trying for up to
+// `within` until the first 200.
+func (f *StaticFixture) CheckAnswer(addr string, within time.Duration) error {
+	expected, err := os.ReadFile(filepath.Join(f.Dir, "expected.json"))
+	if err != nil {
+		return err
+	}
+	var body []byte
+	deadline := time.Now().Add(within)
+	for {
+		response, err := http.Get("http://" + addr + "/groups")
+		if err == nil {
+			body, _ = io.ReadAll(response.Body)
+			response.Body.Close()
+			if response.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("GET /groups of %s did not answer 200 within %s", addr, within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var got, want any
+	if err := json.Unmarshal(body, &got); err != nil {
+		return fmt.Errorf("GET /groups of %s: %v: %.200s", addr, err, body)
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(expected), &want); err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(got, want) {
+		return fmt.Errorf("GET /groups of %s differs from %s/expected.json", addr, f.Dir)
+	}
+	return nil
 }
 
 // writeStatic writes body to path (0644), its directories made (0755) first.
