@@ -289,9 +289,10 @@ func (s *Service) Metric(series string) (float64, bool) {
 	return 0, false
 }
 
-// MetricSum is the sum of every series of the metric `name` (whatever its labels) in the
-// service's /metrics; 0 when it has none or did not answer.
-func (s *Service) MetricSum(name string) float64 {
+// MetricSum is the sum of every series of the metric `name` in the service's /metrics whose
+// labels hold each of `labels` (e.g. `route="/groups"`; none: whatever its labels); 0 when it
+// has none or did not answer.
+func (s *Service) MetricSum(name string, labels ...string) float64 {
 	response, err := probe.Get("http://" + s.Addr + "/metrics")
 	if err != nil {
 		return 0
@@ -301,10 +302,20 @@ func (s *Service) MetricSum(name string) float64 {
 	sum := 0.0
 	for _, line := range strings.Split(string(body), "\n") {
 		fields := strings.Fields(line)
-		if len(fields) == 2 && (fields[0] == name || strings.HasPrefix(fields[0], name+"{")) {
+		if len(fields) == 2 && (fields[0] == name || strings.HasPrefix(fields[0], name+"{")) && hasAll(fields[0], labels) {
 			value, _ := strconv.ParseFloat(fields[1], 64)
 			sum += value
 		}
 	}
 	return sum
+}
+
+// hasAll reports whether text holds every one of parts.
+func hasAll(text string, parts []string) bool {
+	for _, part := range parts {
+		if !strings.Contains(text, part) {
+			return false
+		}
+	}
+	return true
 }
