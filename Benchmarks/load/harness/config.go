@@ -19,12 +19,15 @@ type Config struct {
 	Workers         string   // server.workers, e.g. "auto"; "": 1
 	MaxConnections  int      // server.maxConnections
 	MaxClientShare  int      // server.maxClientSharePercent
+	MaxIdentities   int      // server.maxIdentities
 	RateLimit       string   // server.rateLimit, e.g. "{rate: 200/s, burst: 20, by: ip}"
 	MaxSubscribers  int      // sse.maxSubscribers
 	Heartbeat       string   // sse.heartbeat
 	LeaseTTL        string   // cluster.leaseTTL (the Redis comes from --redis)
 	ES256Key        string   // auth.required, tokens signed by this ES256 public key (PEM; kid and issuer bench, audience tributary)
-	Timeout         string   // upstreams.tasks.timeout
+	Timeout         string   // upstreams.tasks.timeout (and accounts')
+	MaxQueue        int      // upstreams.tasks.maxQueue (and accounts')
+	NoBreaker       bool     // upstreams.tasks.circuitBreaker off (and accounts')
 	Retries         string   // upstreams.tasks.retries ("0": none)
 	Backoff         string   // upstreams.tasks.backoff
 	PoolSize        int      // upstreams.tasks.poolSize (and accounts'); 0: 64
@@ -47,6 +50,7 @@ type List struct {
 	Route          string // "": /NAME
 	Team           bool   // a path parameter team (^[a-z0-9-]{1,40}$), for Route and the paths
 	List, Details  string // the upstream paths of the list and of an item's details ({id})
+	MaxLive        int    // maxLivePipelines
 }
 
 // WriteConfig writes the configuration to dir/File and returns that path.
@@ -73,6 +77,7 @@ func WriteConfig(dir string, c Config) (string, error) {
 	line("  maxStreamsPerClient: 1000000")
 	optional("  ", "maxConnections", c.MaxConnections)
 	optional("  ", "maxClientSharePercent", c.MaxClientShare)
+	optional("  ", "maxIdentities", c.MaxIdentities)
 	optional("  ", "rateLimit", c.RateLimit)
 	if c.MaxSubscribers != 0 || c.Heartbeat != "" {
 		line("sse:")
@@ -88,20 +93,26 @@ func WriteConfig(dir string, c Config) (string, error) {
 		line("  required: true")
 		line("  jwt: {issuer: bench, audience: tributary, keys: [{kid: bench, alg: ES256, publicKey: %q}]}", c.ES256Key)
 	}
+	// calls writes what tasks and accounts share.
+	calls := func() {
+		line("    url: %s", c.UpstreamURL)
+		optional("    ", "timeout", c.Timeout)
+		line("    poolSize: %d", pool)
+		optional("    ", "maxQueue", c.MaxQueue)
+		if c.NoBreaker {
+			line("    circuitBreaker: {enabled: false}")
+		}
+		optional("    ", "revalidate", c.Revalidate)
+	}
 	line("upstreams:")
 	line("  tasks:")
-	line("    url: %s", c.UpstreamURL)
-	optional("    ", "timeout", c.Timeout)
+	calls()
 	optional("    ", "retries", c.Retries)
 	optional("    ", "backoff", c.Backoff)
-	line("    poolSize: %d", pool)
-	optional("    ", "revalidate", c.Revalidate)
 	if c.Accounts {
 		line("  accounts:")
-		line("    url: %s", c.UpstreamURL)
-		line("    poolSize: %d", pool)
+		calls()
 		line("    forward: [Authorization]")
-		optional("    ", "revalidate", c.Revalidate)
 	}
 	line("  media:")
 	line("    url: %s", c.UpstreamURL)
@@ -168,6 +179,7 @@ func WriteConfig(dir string, c Config) (string, error) {
 		line("      value: result")
 		line("    concurrency: %d", concurrency)
 		optional("    ", "refreshInterval", c.RefreshInterval)
+		optional("    ", "maxLivePipelines", l.MaxLive)
 		coalesce()
 	}
 	for _, name := range c.Searches {
