@@ -33,20 +33,17 @@
 # Every flag is the tool's (Benchmarks/load/attack/, Go standard library; method and flags in
 # its README.md). The service is the release build (`swift build -c release --product
 # tributary`, or TRIBUTARY_BIN=path) with the shipped config/tributary.yaml, its upstreams
-# pointed at the fixture, access log off (TRIBUTARY_LOG_LEVEL=warning). The tool builds the
-# fixture (../shared/bench's gen.py) and runs its nginx (../shared/bench's nginx.conf) on a
-# free loopback port itself. Env: N=10 (groups), BENCH_SOURCE (default ../shared/bench next
-# to this repository), QUIET_MAX=15 QUIET_WAIT=30 (before each round, wait at most QUIET_WAIT
-# s for the machine to be at most QUIET_MAX% busy). The tool is stopped by its PID on exit,
+# pointed at the fixture, access log off (TRIBUTARY_LOG_LEVEL=warning). The tool writes the
+# fixture (../shared/bench's tree, through the load harness) and runs nginx on it on a free
+# loopback port itself. Env: N=10 (groups), QUIET_MAX=15 QUIET_WAIT=30 (before each round,
+# wait at most QUIET_WAIT s for the machine to be at most QUIET_MAX% busy). The tool is stopped by its PID on exit,
 # Ctrl-C included; it stops nginx and the services it starts by PID.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bench=${BENCH_SOURCE:-$root/../shared/bench}
 groups=${N:-10}
 command -v wrk >/dev/null || { echo "wrk is missing (apt-get install wrk)" >&2; exit 1; }
 command -v nginx >/dev/null || { echo "nginx is missing (apt-get install nginx-light)" >&2; exit 1; }
 command -v prlimit >/dev/null || { echo "prlimit is missing (util-linux)" >&2; exit 1; }
 "$root/scripts/require-packages" slowhttptest   # the slowloris attack (as root; otherwise it says what to install)
-[ -f "$bench/upstream/gen.py" ] || { echo "no nginx fixture at $bench/upstream (set BENCH_SOURCE)" >&2; exit 1; }
 
-exec "$root/Benchmarks/load/run-tool.sh" attack -config "$root/config/tributary.yaml" -bench "$bench" -groups "$groups" "$@"
+exec "$root/Benchmarks/load/run-tool.sh" attack -config "$root/config/tributary.yaml" -groups "$groups" "$@"

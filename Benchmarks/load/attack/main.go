@@ -1,6 +1,7 @@
 // attack: GET /groups throughput (wrk) with and without attacks running at the same time,
-// against the release service with its shipped configuration and the nginx fixture of
-// ../shared/bench as its `tasks` upstream, which the tool starts (fixture.go).
+// against the release service with its shipped configuration and the static nginx fixture of
+// the harness (../shared/bench's tree) as its `tasks` upstream, which the tool starts
+// (fixture.go).
 //
 // Per round, on a fresh service started with a low open-file limit (prlimit, soft = hard):
 // warm-up, idle RSS, then wrk alone (baseline), then the same wrk with these attacks at once
@@ -29,7 +30,7 @@
 // services: a HEAD then a GET on one keep-alive connection (no desync), and an upstream URL
 // on port 0 (no crash). Exit status 0 only if every goal and check passed.
 //
-//	attack -bin PATH -config config/tributary.yaml -bench ../shared/bench [-groups 10] [-rounds 3]
+//	attack -bin PATH -config config/tributary.yaml [-groups 10] [-rounds 3]
 package main
 
 import (
@@ -78,9 +79,8 @@ func main() {
 	var o options
 	flag.StringVar(&o.bin, "bin", "", "the tributary binary (required)")
 	flag.StringVar(&o.config, "config", "config/tributary.yaml", "the service's configuration (the shipped one)")
-	bench := flag.String("bench", "", "../shared/bench: the tool builds its gen.py fixture and serves it with its nginx.conf (fixture.go)")
-	groups := flag.Int("groups", 10, "-bench: groups in the fixture")
-	flag.StringVar(&o.upstream, "upstream", "", "instead of -bench, an upstream already running: http://127.0.0.1:PORT")
+	groups := flag.Int("groups", 10, "groups in the fixture the tool serves (fixture.go)")
+	flag.StringVar(&o.upstream, "upstream", "", "instead of the tool's fixture, an upstream already running: http://127.0.0.1:PORT")
 	flag.IntVar(&o.upstreamPID, "upstream-pid", 0, "with -upstream, its (nginx master's) PID: its and its children's CPU is reported")
 	flag.StringVar(&o.expected, "expected", "", "with -upstream, the fixture's expected.json: GET /groups must answer exactly this")
 	flag.IntVar(&o.rounds, "rounds", 3, "baseline + attack pairs, each on a fresh service; medians are reported")
@@ -140,8 +140,8 @@ func main() {
 		}
 		o.xff.mix = append(o.xff.mix, kind)
 	}
-	if o.bin == "" || (*bench == "") == (o.upstream == "") || (o.upstream != "" && !strings.HasPrefix(o.upstream, "http://127.0.0.1:")) {
-		fmt.Fprintln(os.Stderr, "usage: attack -bin PATH (-bench ../shared/bench [-groups 10] | -upstream http://127.0.0.1:PORT) [-config FILE] [-rounds 3] [flags]")
+	if o.bin == "" || (o.upstream != "" && !strings.HasPrefix(o.upstream, "http://127.0.0.1:")) {
+		fmt.Fprintln(os.Stderr, "usage: attack -bin PATH [-groups 10 | -upstream http://127.0.0.1:PORT] [-config FILE] [-rounds 3] [flags]")
 		os.Exit(2)
 	}
 	o.attacks = map[string]bool{}
@@ -177,8 +177,8 @@ func main() {
 	work, err := harness.NewWorkspace("attack", *keep)
 	harness.Check(err)
 	defer work.Close()
-	if *bench != "" {
-		f, err := startFixture(work, *bench, *groups)
+	if o.upstream == "" {
+		f, err := startFixture(work, *groups)
 		work.Check(err)
 		o.upstream, o.upstreamPID, o.expected = f.url, f.pid, f.expected
 	}
