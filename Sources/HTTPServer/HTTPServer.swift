@@ -120,18 +120,40 @@ public final class HTTPServer {
     }
 
     deinit {
-        for socket in boundSockets { AcceptErrors.forget(evhttp_bound_socket_get_listener(socket)) }
-        // Frees listeners and connections; open requests see their connection close.
-        evhttp_free(http)
-        for connection in accepted { release(connection) }
+        close()
         evbuffer_free(scratchBuffer)
         free(defaultContentType)
     }
+
+    /// Closes the server now: its listening sockets and every connection, whose open requests
+    /// see their client gone (``ServerRequest/onDisconnect``), and whose requests end
+    /// (``onComplete``). It serves nothing afterwards; closing again does nothing.
+    ///
+    /// The server's owner calls it while what those callbacks reach is still whole: the
+    /// server may outlive its owner (a request answering on the loop holds it while the owner
+    /// goes), and its own `deinit` would then free the connections into callbacks whose
+    /// objects are gone. Without it, the `deinit` closes.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        acceptResume?.cancel()
+        for socket in boundSockets { AcceptErrors.forget(evhttp_bound_socket_get_listener(socket)) }
+        boundSockets.removeAll()
+        // Frees listeners and connections; open requests see their connection close.
+        evhttp_free(http)
+        let abandoned = accepted
+        accepted.removeAll()
+        for connection in abandoned { release(connection) }
+    }
+
+    /// Whether ``close()`` freed evhttp: nothing may reach `http` afterwards.
+    public private(set) var isClosed = false
 
     /// Listens on `host:port` (port 0: any free port) and returns the bound port.
     /// `reusePort` sets SO_REUSEPORT so several workers can share one port.
     @discardableResult
     public func bind(host: String, port: UInt16, reusePort: Bool = false) throws(LibeventError) -> UInt16 {
+        precondition(!isClosed, "HTTPServer.bind after close()")
         let endpoint = "\(host):\(port)"
         var address = try SocketAddress.resolve(host: host, port: port)
         var flags = LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC

@@ -69,6 +69,22 @@ public final class Worker {
         server.onAcceptPaused = { [unowned self] code in connections.acceptPaused(code) }
     }
 
+    /// Closes the server first, while the rest of the worker is whole: closing a connection
+    /// ends its open request, and an event stream's request calls back into its
+    /// ``EventStream`` (held by ``streams``, destroyed after the server). Left to the server's
+    /// own `deinit`, that happened whenever the server's last reference went: a request
+    /// answering on the loop holds the server while it answers, so the server could outlive
+    /// this worker, and its connections' close callbacks reached event streams already gone
+    /// (a trap on their `unowned self`). The server's callbacks into this worker go first:
+    /// they are `unowned`, and this worker is being destroyed.
+    deinit {
+        server.handler = { _ in }
+        server.onComplete = nil
+        server.onConnectionCountChange = nil
+        server.onAcceptPaused = nil
+        server.close()
+    }
+
     /// Listens on the configured address, or on `port` if given (SO_REUSEPORT when several
     /// workers share it); returns the bound port.
     @discardableResult
