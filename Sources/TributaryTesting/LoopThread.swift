@@ -62,6 +62,22 @@ public final class LoopThread: Sendable {
             }
         }
     }
+
+    /// Stops the loop after running `cleanup` on it, without waiting: for a `deinit`, where a
+    /// harness dropped without ``stop(cleanup:)`` (its test threw) must still drop its
+    /// loop-bound objects on their loop. Dropped on the test's thread instead, they would be
+    /// torn down while the loop runs their callbacks on its own. Does nothing once stopped.
+    public func stopWithoutWaiting(cleanup: @escaping @Sendable () -> Void = {}) {
+        let alreadyStopped = stopped.withLock { stopped in
+            defer { stopped = true }
+            return stopped
+        }
+        guard !alreadyStopped else { return }
+        loop.execute { [loop] in
+            cleanup()
+            loop.stop()
+        }
+    }
 }
 
 /// Work was submitted to a ``LoopThread`` after it stopped.

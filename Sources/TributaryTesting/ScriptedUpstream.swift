@@ -98,6 +98,15 @@ public final class ScriptedUpstream: Sendable {
     private let host: String
     private let held: LoopBound<HeldReplies>
 
+    /// Dropped without ``shutdown()`` (its test threw), the server still goes on its loop.
+    deinit {
+        let server = self.server, held = self.held
+        thread.stopWithoutWaiting {
+            server.release()
+            held.release()
+        }
+    }
+
     /// `http://127.0.0.1:PORT` (`http://[::1]:PORT` on IPv6), or `https://localhost:PORT` with
     /// TLS (the test certificate's name).
     public var baseURL: String {

@@ -20,6 +20,12 @@ public final class TestServer: Sendable {
         self.server = server
     }
 
+    /// Dropped without ``stop()`` (its test threw), the server still goes on its loop.
+    deinit {
+        let server = self.server
+        thread.stopWithoutWaiting { server.release() }
+    }
+
     /// `handler` runs on the server's loop (so it may keep loop-confined state).
     public static func start(
         limits: HTTPServer.Limits = .init(), handler: @escaping @Sendable (ServerRequest, EventLoop) -> Void

@@ -61,6 +61,13 @@ final class ServiceHarness: Sendable {
         shares = owned
     }
 
+    /// A test that throws drops its harness without ``stop()``: the worker still goes on its
+    /// loop, with the loop stopping after it.
+    deinit {
+        let worker = self.worker
+        thread.stopWithoutWaiting { worker.release() }
+    }
+
     func get(_ path: String, headers: [(String, String)] = []) async throws -> TestResponse {
         try await TestHTTP.get(port: port, path, headers: headers)
     }
