@@ -30,3 +30,22 @@ func DeclareWrkFlags(rounds bool) *WrkFlags {
 	}
 	return f
 }
+
+// RoundFlags are the flags of the tools that measure targets side by side with wrk in
+// interleaved rounds (workers, foundation; RoundFlags.Measure), each defaulting to the
+// environment variable in its usage.
+type RoundFlags struct {
+	Rounds      int           // interleaved rounds
+	Duration    time.Duration // wrk -d of a measured run
+	Connections int           // wrk -c
+}
+
+// DeclareRoundFlags declares -rounds (default `rounds`), -duration (10 s) and -connections
+// (64) for flag.Parse to set.
+func DeclareRoundFlags(rounds int) *RoundFlags {
+	f := &RoundFlags{}
+	flag.IntVar(&f.Rounds, "rounds", EnvInt("ROUNDS", rounds), "interleaved rounds (env ROUNDS)")
+	flag.DurationVar(&f.Duration, "duration", EnvDuration("DURATION", 10*time.Second), "wrk -d of a measured run (env DURATION)")
+	flag.IntVar(&f.Connections, "connections", EnvInt("CONNECTIONS", 64), "wrk -c (env CONNECTIONS)")
+	return f
+}

@@ -115,3 +115,36 @@ func (s *Service) RunWrk(w Wrk) (WrkResult, float64) {
 	}
 	return r, perRequest
 }
+
+// Measure runs wrk -t2 on each of urls in turn, f.Rounds times: 2 s unreported, then
+// f.Duration measured. It returns the req/s of the measured runs of each url (in the order
+// of urls, a value a round), or the first error wrk reported.
+func (f *RoundFlags) Measure(urls []string) ([][]float64, error) {
+	results := make([][]float64, len(urls))
+	for round := 1; round <= f.Rounds; round++ {
+		for i, url := range urls {
+			RunWrk(Wrk{URL: url, Threads: 2, Connections: f.Connections, Duration: 2 * time.Second})
+			r := RunWrk(Wrk{URL: url, Threads: 2, Connections: f.Connections, Duration: f.Duration})
+			if r.Err != nil {
+				return nil, r.Err
+			}
+			results[i] = append(results[i], r.RPS)
+		}
+	}
+	return results, nil
+}
+
+// Method is how Measure ran wrk, for the line under a report: "wrk -t2 -c64 -d10s, 5
+// interleaved rounds, medians".
+func (f *RoundFlags) Method() string {
+	return fmt.Sprintf("wrk -t2 -c%d -d%s, %d interleaved rounds, medians", f.Connections, f.Duration, f.Rounds)
+}
+
+// EachRPS is the req/s of every round, as wrk wrote them (two decimals), space-separated.
+func EachRPS(values []float64) string {
+	var each []string
+	for _, rps := range values {
+		each = append(each, fmt.Sprintf("%.2f", rps))
+	}
+	return strings.Join(each, " ")
+}

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"tributary/benchmarks/load/harness"
@@ -23,11 +22,9 @@ func main() {
 	bin := flag.String("bin", "", "the tributary binary (required)")
 	config := flag.String("config", "", "the shipped configuration, config/tributary.yaml (required)")
 	n := flag.Int("n", 10, "groups in the fixture")
-	rounds := flag.Int("rounds", harness.EnvInt("ROUNDS", 5), "interleaved rounds (env ROUNDS)")
-	duration := flag.Duration("duration", harness.EnvDuration("DURATION", 10*time.Second), "wrk -d of a measured run (env DURATION)")
-	connections := flag.Int("connections", harness.EnvInt("CONNECTIONS", 64), "wrk -c (env CONNECTIONS)")
+	f := harness.DeclareRoundFlags(5)
 	flag.Parse()
-	if *bin == "" || *config == "" || *rounds < 1 {
+	if *bin == "" || *config == "" || f.Rounds < 1 {
 		fmt.Fprintln(os.Stderr, "usage: workers -bin PATH -config config/tributary.yaml [-n N] [-rounds R] [-duration D] [-connections C]")
 		os.Exit(2)
 	}
@@ -41,34 +38,21 @@ func main() {
 		name    string
 		workers int
 	}{{"one", 1}, {"two", 2}}
-	urls := map[string]string{}
+	var urls []string
 	for _, t := range targets {
 		s, err := work.StartServiceWith(harness.ServiceOptions{Bin: *bin, ConfigPath: *config, Workers: t.workers,
 			Args: []string{"--upstream", fmt.Sprintf("tasks=http://127.0.0.1:%d", nginx.Port)}}, t.name+".log")
 		work.Check(err)
-		urls[t.name] = "http://" + s.Addr + "/groups"
+		urls = append(urls, "http://"+s.Addr+"/groups")
 		work.Check(fx.CheckAnswer(s.Addr, 10*time.Second))
 	}
-	results := map[string][]float64{}
-	for round := 1; round <= *rounds; round++ {
-		for _, t := range targets {
-			harness.RunWrk(harness.Wrk{URL: urls[t.name], Threads: 2, Connections: *connections, Duration: 2 * time.Second})
-			r := harness.RunWrk(harness.Wrk{URL: urls[t.name], Threads: 2, Connections: *connections, Duration: *duration})
-			work.Check(r.Err)
-			results[t.name] = append(results[t.name], r.RPS)
-		}
-	}
+	results, err := f.Measure(urls)
+	work.Check(err)
 	work.Close()
-	one, two := harness.Median(results["one"]), harness.Median(results["two"])
 	fmt.Printf("%-10s %10s   %s\n", "workers", "req/s", "rounds")
-	for i, t := range targets {
-		var rounds []string
-		for _, rps := range results[t.name] {
-			rounds = append(rounds, fmt.Sprintf("%.2f", rps))
-		}
-		fmt.Printf("%-10d %10.0f   %s\n", i+1, harness.Median(results[t.name]), strings.Join(rounds, " "))
+	for i := range targets {
+		fmt.Printf("%-10d %10.0f   %s\n", i+1, harness.Median(results[i]), harness.EachRPS(results[i]))
 	}
-	fmt.Printf("scaling 1 -> 2 workers: x%.2f\n", two/one)
-	fmt.Printf("GET /groups, N=%d, wrk -t2 -c%d -d%s, %d interleaved rounds, medians; nginx 1 worker; %d cores shared by all\n",
-		*n, *connections, *duration, *rounds, runtime.NumCPU())
+	fmt.Printf("scaling 1 -> 2 workers: x%.2f\n", harness.Median(results[1])/harness.Median(results[0]))
+	fmt.Printf("GET /groups, N=%d, %s; nginx 1 worker; %d cores shared by all\n", *n, f.Method(), runtime.NumCPU())
 }
