@@ -5,10 +5,10 @@
 #
 # The Benchmarks/*.sh of each tool (sse-scale.sh, keyed-scale.sh, auth.sh, …) call this; see
 # them for what each tool measures. The tool is built (Go standard library, no downloads) into Benchmarks/.build-go/.
-# Env: TRIBUTARY_BIN=path (default: the image's release build, scripts/test's). The binary is
-# copied first, so a rebuild during the run changes nothing. The open-file limit is raised to
-# the hard limit. The tool, which stops the service it starts, is stopped by PID on exit,
-# Ctrl-C included.
+# Env: TRIBUTARY_BIN=path (default: the image's release build, scripts/test's; foundation.sh
+# gives its FoundationBench instead). The binary is copied first, so a rebuild during the run
+# changes nothing. The open-file limit is raised to the hard limit. The tool, which stops the
+# service it starts, is stopped by PID on exit, Ctrl-C included.
 set -euo pipefail
 tool=${1:?usage: run-tool.sh TOOL [tool flags]}
 shift
