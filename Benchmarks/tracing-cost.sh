@@ -4,7 +4,7 @@
 # against every request sampled and exported over OTLP/HTTP to a collector on loopback.
 # Goal: on ≥ 90 % of off, by req/s.
 #
-# The collector is a sink (Benchmarks/otlp-sink.py): it reads each export and answers 200, so
+# The collector is a sink in the tool's own process: it reads each export and answers 200, so
 # the exporter's real work (protobuf, HTTP) is done; the spans swift-otel dropped, if any, are
 # read from /metrics and reported, since a dropped span is work not done. Coalescing off
 # (every request its own fetch, as in Benchmarks/groups.sh), the access log off, 2 workers,
@@ -23,4 +23,4 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command -v wrk >/dev/null || { echo "wrk is missing (apt-get install wrk)" >&2; exit 1; }
-exec "$root/Benchmarks/load/run-tool.sh" tracing-cost -sink "$root/Benchmarks/otlp-sink.py" "$@"
+exec "$root/Benchmarks/load/run-tool.sh" tracing-cost "$@"

@@ -3,8 +3,8 @@
 // off against every request sampled and exported over OTLP/HTTP to a collector on loopback.
 // Goal: on ≥ 90 % of off, by req/s.
 //
-// The collector is a sink (Benchmarks/otlp-sink.py, -sink): it reads each export and answers
-// 200, so the exporter's real work (protobuf, HTTP) is done; the spans swift-otel dropped, if
+// The collector is a sink in this process (otlpSink): it reads each export and answers 200, so
+// the exporter's real work (protobuf, HTTP) is done; the spans swift-otel dropped, if
 // any, are read from /metrics and reported, since a dropped span is work not done. The demo
 // upstream (`tributary demo-upstream`) and the collector run for the whole run; each phase
 // starts a fresh service (a generated configuration: coalescing off, every request its own
@@ -13,19 +13,45 @@
 // service's CPU time over it. The phases run in reverse order every other round; the summary
 // gives medians over the rounds.
 //
-//	tracing-cost -bin PATH -sink Benchmarks/otlp-sink.py [-rounds 3] [-duration 10s] [-connections 100] [-workers 2]
+//	tracing-cost -bin PATH [-rounds 3] [-duration 10s] [-connections 100] [-workers 2]
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"tributary/benchmarks/load/harness"
 )
+
+// otlpSink is the collector: on a free loopback port it reads every POST (traces, metrics)
+// whole and answers 200 at once, so the service's exporter does its real work and is never
+// held up by a slow reader. It counts what it got, for the summary.
+type otlpSink struct {
+	exports, bytes atomic.Int64
+}
+
+func startOTLPSink() (*otlpSink, int, error) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, 0, err
+	}
+	sink := &otlpSink{}
+	go http.Serve(listener, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		sink.exports.Add(1)
+		sink.bytes.Add(n)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	return sink, listener.Addr().(*net.TCPAddr).Port, nil
+}
 
 // result is one phase of one round.
 type result struct {
@@ -34,12 +60,11 @@ type result struct {
 
 func main() {
 	bin := flag.String("bin", "", "the tributary binary (required)")
-	sink := flag.String("sink", "", "the OTLP collector, Benchmarks/otlp-sink.py (required)")
 	f := harness.DeclareWrkFlags(true)
 	keep := flag.Bool("keep", false, "keep the work directory")
 	flag.Parse()
-	if *bin == "" || *sink == "" {
-		fmt.Fprintln(os.Stderr, "usage: tracing-cost -bin PATH -sink otlp-sink.py [-rounds N] [-duration D] [-connections N] [-workers N]")
+	if *bin == "" {
+		fmt.Fprintln(os.Stderr, "usage: tracing-cost -bin PATH [-rounds N] [-duration D] [-connections N] [-workers N]")
 		os.Exit(2)
 	}
 
@@ -47,9 +72,7 @@ func main() {
 	harness.Check(err)
 	upstream, err := work.StartDemoUpstream(*bin, "demo-upstream.log")
 	work.Check(err)
-	sinkPort, err := harness.FreePort()
-	work.Check(err)
-	_, err = work.StartProcess("sink.log", sinkPort, "python3", *sink, strconv.Itoa(sinkPort))
+	sink, sinkPort, err := startOTLPSink()
 	work.Check(err)
 	config, err := harness.WriteConfig(work.Dir, harness.Config{Tool: "tracing-cost", UpstreamURL: "http://" + upstream.Addr,
 		PoolSize: 128, NoCoalescing: true})
@@ -105,5 +128,6 @@ func main() {
 	fmt.Printf("median on:  %.0f req/s, %.3f ms CPU/request, spans dropped (median) %.0f\n", median("on", rps), median("on", cpu),
 		median("on", func(r result) float64 { return r.dropped }))
 	fmt.Printf("on/off by req/s: median %.1f %% (rounds: %s); goal >= 90 %%\n", harness.Median(ratios)*100, strings.Join(each, ", "))
+	fmt.Printf("the collector got %d exports, %d bytes\n", sink.exports.Load(), sink.bytes.Load())
 	work.Close()
 }
