@@ -179,6 +179,16 @@ struct HostileClientTests {
         return nil
     }
 
+    /// Trickles a next request on `connection`, which a 400 ms deadline must cut off after a
+    /// few of its 133 bytes.
+    static func expectNextRequestCutOff(on connection: TestConnection) async {
+        let started = ContinuousClock.now
+        let text = "GET /second HTTP/1.1\r\nHost: x\r\nX-Slow: " + String(repeating: "a", count: 100)
+        let sent = await trickle(text, on: connection)
+        #expect(sent != nil, "still open after \(ContinuousClock.now - started)")
+        #expect((sent ?? .max) < text.utf8.count / 4, "closed after \(sent.map(String.init) ?? "all") bytes: about when the 400 ms ran out, not at the end of the trickle")
+    }
+
     @Test("a request must arrive whole within the timeout: one byte now and then does not hold a connection")
     func slowloris() async throws {
         let server = try await Self.echoServer(limits: .init(timeout: .milliseconds(400)))
@@ -199,11 +209,7 @@ struct HostileClientTests {
         let connection = try await TestConnection(port: server.port)
         try await connection.sendRequest("GET", "/first")
         #expect(try await connection.readResponse().status == 200)
-        let answered = ContinuousClock.now
-        let text = "GET /second HTTP/1.1\r\nHost: x\r\nX-Slow: " + String(repeating: "a", count: 100)
-        let sent = await Self.trickle(text, on: connection)
-        #expect(sent != nil, "still open after \(ContinuousClock.now - answered)")
-        #expect((sent ?? .max) < text.utf8.count / 4, "closed after \(sent.map(String.init) ?? "all") bytes: about when the 400 ms ran out, not at the end of the trickle")
+        await Self.expectNextRequestCutOff(on: connection)
         await server.stop()
     }
 
@@ -220,11 +226,7 @@ struct HostileClientTests {
         try await connection.sendRequest("GET", "/stream")
         #expect(try await connection.readHead().status == 200)
         while try await connection.readChunk() != nil {}
-        let ended = ContinuousClock.now
-        let text = "GET /second HTTP/1.1\r\nHost: x\r\nX-Slow: " + String(repeating: "a", count: 100)
-        let sent = await Self.trickle(text, on: connection)
-        #expect(sent != nil, "still open after \(ContinuousClock.now - ended)")
-        #expect((sent ?? .max) < text.utf8.count / 4, "closed after \(sent.map(String.init) ?? "all") bytes: about when the 400 ms ran out, not at the end of the trickle")
+        await Self.expectNextRequestCutOff(on: connection)
         await server.stop()
     }
 
