@@ -1,9 +1,8 @@
-#include <sys/queue.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
-#include <event2/keyvalq_struct.h>
-#include <event2/util.h>
 
 #include "CEvhttpRequestFields.h"
 
@@ -25,17 +24,17 @@ int tributary_evhttp_request_awaits_chunk_size(const struct evhttp_request *requ
     return request->chunked && request->ntoread < 0;
 }
 
-/// Removes every header but `Connection` from `headers`. evhttp_remove_header() removes the
-/// first header of a name; every header before this one that is not a `Connection` is gone
-/// already, so that first one is this one.
+/// Removes every header but `Connection` from `headers`, in one pass: the first `Connection`
+/// value (the only one evhttp_find_header() sees, so the only one that decides keep-alive) is
+/// copied, the list cleared, and that header added back. Removing the others one by one would
+/// scan past every `Connection` kept for each removal: quadratic in a hostile head.
 static void keep_connection_headers_only(struct evkeyvalq *headers) {
-    struct evkeyval *header = TAILQ_FIRST(headers);
-    while (header != NULL) {
-        struct evkeyval *next = TAILQ_NEXT(header, next);
-        if (evutil_ascii_strcasecmp(header->key, "Connection") != 0) {
-            evhttp_remove_header(headers, header->key);
-        }
-        header = next;
+    const char *connection = evhttp_find_header(headers, "Connection");
+    char *kept = connection == NULL ? NULL : strdup(connection);
+    evhttp_clear_headers(headers);
+    if (kept != NULL) {
+        evhttp_add_header(headers, "Connection", kept);
+        free(kept);
     }
 }
 

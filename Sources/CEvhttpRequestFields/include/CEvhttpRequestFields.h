@@ -38,7 +38,9 @@ int tributary_evhttp_request_is_http10(const struct evhttp_request *request);
 /// (evhttp reads those again when the answer ends, to decide whether the connection stays
 /// open), and the parsed request target. A browser's dozen request headers are a dozen
 /// allocations held per subscriber otherwise. After it, evhttp_request_get_evhttp_uri()
-/// returns NULL and the header lists hold `Connection` alone. Call after
+/// returns NULL and each header list holds at most its first `Connection`. (A request in
+/// absolute form is decided on `Proxy-Connection`, which goes too: such a connection closes
+/// after its answer, as it did before, since no answer carries that header.) Call after
 /// evhttp_send_reply_start().
 void tributary_evhttp_request_release_head(struct evhttp_request *request);
 
