@@ -301,6 +301,8 @@ struct RequestFraming {
         }
         _ = index
         method = []
+        contentLengths = []
+        transferEncodings = []
         switch framing {
         case .none: state = .requestLine
         case .length(let length): state = .body(remaining: length)

@@ -130,7 +130,8 @@ public final class ServerRequest {
         return name.withCString { name in evhttp_find_header(input, name).map { String(cString: $0) } }
     }
 
-    /// Every request header in the order received.
+    /// Every request header in the order received (`Connection` alone once a stream has
+    /// started: ``releaseHead(_:)``).
     public var headers: [(name: String, value: String)] {
         guard let raw else { return [] }
         return HeaderList.entries(of: evhttp_request_get_input_headers(raw))
@@ -145,12 +146,13 @@ public final class ServerRequest {
     /// Lets go of what the request's head took once a stream's own head is written: a stream
     /// stays open for hours, and 10,000 of them each holding its request's headers, parsed
     /// target, query parameters and answer headers held over a kilobyte apiece that nothing
-    /// reads again (a stream's parameters are read when it opens). The path and query are
-    /// read first and kept; the headers keep `Connection`, which evhttp reads again when the
+    /// reads again (a stream's parameters are read when it opens). The path, query and trace
+    /// context are read first and kept; the headers keep `Connection`, which evhttp reads again when the
     /// stream ends. Its deadline timer goes too (``ServerConnection/streamStarted()``).
     func releaseHead(_ raw: OpaquePointer) {
         _ = path
         _ = query
+        _ = traceContext  // read from the headers, which go next
         queryParameters = [:]
         responseHeaders = []
         tributary_evhttp_request_release_head(raw)
