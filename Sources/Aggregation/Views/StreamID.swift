@@ -19,10 +19,10 @@ public struct StreamID: Hashable, Sendable, CustomStringConvertible {
 
     /// The id in `text`, if it has the shape of one (anything else cannot name a stream).
     public init?(_ text: String) {
-        let digits = Array(text.utf8)
-        guard digits.count == 32, digits.allSatisfy(LowercaseHex.isDigit) else {
+        guard text.utf8.count == 32, text.utf8.allSatisfy(LowercaseHex.isDigit) else {
             return nil
         }
+        let digits = Array(text.utf8)
         high = LowercaseHex.value(of: digits[..<16])
         low = LowercaseHex.value(of: digits[16...])
     }
