@@ -73,6 +73,8 @@ extension ServerConnection {
     /// EOF must not cut the answer short, so reading stays off once the client sent EOF (a
     /// client that is really gone is noticed when the answer is written).
     func keepReadingOffAfterEOF() {
+        // Closed: an answer that ended at once may have freed the bufferevent already.
+        guard !isClosed else { return }
         if clientFinishedSending { bufferevent_disable(bufferEvent, Int16(EV_READ)) }
     }
 
