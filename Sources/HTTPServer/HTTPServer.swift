@@ -132,7 +132,9 @@ public final class HTTPServer {
     /// The server's owner calls it while what those callbacks reach is still whole: the
     /// server may outlive its owner (a request answering on the loop holds it while the owner
     /// goes), and its own `deinit` would then free the connections into callbacks whose
-    /// objects are gone. Without it, the `deinit` closes.
+    /// objects are gone. Without it, the `deinit` closes. Not from inside one of this server's
+    /// own callbacks (its handler, ``onComplete``, a request's): `evhttp_free` would free the
+    /// connection whose callback is running.
     public func close() {
         guard !isClosed else { return }
         isClosed = true
