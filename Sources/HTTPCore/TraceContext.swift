@@ -154,10 +154,7 @@ public struct TraceContext: Sendable, Equatable {
     /// ~0.5 µs) would cost more than the rest of the header (`FoundationBench trace`).
     @inlinable
     package static func nextID() -> UInt64 {
-        var mixed = idSequence.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        mixed ^= mixed >> 31
+        let mixed = SplitMix64.mix(idSequence.wrappingAdd(SplitMix64.gamma, ordering: .relaxed).newValue)
         return mixed == 0 ? 1 : mixed  // all zeros is invalid
     }
 

@@ -1,23 +1,18 @@
 import Aggregation
+import HTTPCore
 
 /// Random documents and random changes to them, from a seed (SplitMix64), for the diff's
 /// property tests: lists of items with ids that are strings or numbers, now and then repeated
 /// or missing, nested objects and arrays, member names that need escaping in a JSON Pointer,
 /// strings that differ only in their Unicode normalization.
 struct RandomDocuments {
-    private var state: UInt64
+    private var random: SplitMix64
 
     init(seed: Int) {
-        state = UInt64(bitPattern: Int64(seed)) &+ 0x9E37_79B9_7F4A_7C15
+        random = SplitMix64(state: UInt64(bitPattern: Int64(seed)) &+ SplitMix64.gamma)
     }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { random.next() }
 
     mutating func int(_ range: ClosedRange<Int>) -> Int {
         range.lowerBound + Int(next() % UInt64(range.count))
