@@ -22,9 +22,8 @@ public struct StreamID: Hashable, Sendable, CustomStringConvertible {
         guard text.utf8.count == 32, text.utf8.allSatisfy(LowercaseHex.isDigit) else {
             return nil
         }
-        let digits = Array(text.utf8)
-        high = LowercaseHex.value(of: digits[..<16])
-        low = LowercaseHex.value(of: digits[16...])
+        high = LowercaseHex.value(of: text.utf8.prefix(16))
+        low = LowercaseHex.value(of: text.utf8.dropFirst(16))
     }
 
     private init(high: UInt64, low: UInt64) {
